@@ -1,0 +1,293 @@
+// The public collectives: validate the call (errors before any work starts),
+// describe it for cross-rank matching, and queue it on the engine. World
+// size 1 is done right here.
+#include "giant/ccl/collectives.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "giant/base/error.h"
+#include "giant/ccl/algorithms.h"
+#include "giant/ccl/engine.h"
+
+namespace giant::ccl {
+
+using detail::OpContext;
+using detail::OpDescriptor;
+using detail::OpKind;
+
+const char* algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::automatic: return "automatic";
+    case Algorithm::ring: return "ring";
+    case Algorithm::halving_doubling: return "halving_doubling";
+  }
+  return "unknown";
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::halving_doubling}) {
+    if (name == algorithm_name(a)) return a;
+  }
+  throw Error("unknown algorithm '" + name + "' (use automatic, ring or halving_doubling)");
+}
+
+namespace {
+
+void check_buffers(const char* what, const void* input, const void* output, size_t count) {
+  GIANT_CHECK(count == 0 || (input != nullptr && output != nullptr), what, ": input and output must not be null (count ",
+              count, ")");
+}
+
+void check_op(const char* what, DType dtype, ReduceOp op) {
+  dtype_size(dtype);  // throws on an unknown dtype
+  GIANT_CHECK(op != ReduceOp::avg || is_floating(dtype), what, ": avg is defined for floating dtypes only, got ",
+              dtype_name(dtype), " (use sum and divide)");
+}
+
+void check_root(const char* what, const Communicator& comm, int root) {
+  GIANT_CHECK(root >= 0 && root < comm.size(), what, ": root ", root, " is not a rank of a communicator of size ",
+              comm.size());
+}
+
+OpDescriptor describe(OpKind kind, DType dtype, uint64_t count, int root = -1, uint8_t op = 0,
+                      uint64_t aux = 0, Algorithm algorithm = Algorithm::automatic) {
+  OpDescriptor d;
+  d.kind = kind;
+  d.dtype = static_cast<uint8_t>(dtype);
+  d.count = count;
+  d.root = root;
+  d.op = op;
+  d.aux = aux;
+  d.algorithm = static_cast<uint8_t>(algorithm);
+  return d;
+}
+
+uint64_t hash_counts(const std::vector<size_t>& counts) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
+  for (size_t c : counts) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (c >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+Work submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& options,
+            std::function<void(OpContext&)> body) {
+  auto op = std::make_unique<detail::CollectiveOp>();
+  op->desc = desc;
+  op->timeout = options.timeout;
+  op->body = std::move(body);
+  return comm.engine().submit(std::move(op));
+}
+
+void copy_if_distinct(void* out, const void* in, size_t nbytes) {
+  if (out != in && nbytes > 0) std::memmove(out, in, nbytes);
+}
+
+}  // namespace
+
+Work allreduce(Communicator& comm, const AllreduceOptions& o) {
+  check_buffers("allreduce", o.input, o.output, o.count);
+  check_op("allreduce", o.dtype, o.op);
+  size_t nbytes = o.count * dtype_size(o.dtype);
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, nbytes);
+    return Work();
+  }
+  Algorithm algorithm = o.algorithm;
+  if (algorithm == Algorithm::automatic) {
+    algorithm = nbytes <= comm.config().halving_doubling_max_bytes ? Algorithm::halving_doubling : Algorithm::ring;
+  }
+  auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), 0, algorithm);
+  return submit(comm, desc, o, [o, algorithm](OpContext& ctx) {
+    auto in = static_cast<const char*>(o.input);
+    auto out = static_cast<char*>(o.output);
+    if (algorithm == Algorithm::ring) detail::allreduce_ring(ctx, in, out, o.count, o.dtype, o.op);
+    else detail::allreduce_halving_doubling(ctx, in, out, o.count, o.dtype, o.op);
+  });
+}
+
+Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
+  check_buffers("reduce_scatter", o.input, o.output, o.count);
+  check_op("reduce_scatter", o.dtype, o.op);
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
+    return Work();
+  }
+  auto desc = describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op));
+  return submit(comm, desc, o, [o](OpContext& ctx) {
+    detail::reduce_scatter_ring(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count,
+                                o.dtype, o.op);
+  });
+}
+
+Work allgather(Communicator& comm, const AllgatherOptions& o) {
+  AllgathervOptions v;
+  static_cast<OpOptions&>(v) = o;
+  v.input = o.input;
+  v.output = o.output;
+  v.counts.assign(comm.size(), o.count);
+  v.dtype = o.dtype;
+  check_buffers("allgather", o.input, o.output, o.count);
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
+    return Work();
+  }
+  auto desc = describe(OpKind::allgather, o.dtype, o.count);
+  return submit(comm, desc, o, [v](OpContext& ctx) {
+    detail::allgather_ring(ctx, static_cast<const char*>(v.input), static_cast<char*>(v.output),
+                           detail::BlockLayout::from_counts(v.counts), dtype_size(v.dtype));
+  });
+}
+
+Work allgatherv(Communicator& comm, const AllgathervOptions& o) {
+  GIANT_CHECK(o.counts.size() == static_cast<size_t>(comm.size()), "allgatherv: counts has ", o.counts.size(),
+              " entries, the communicator has ", comm.size(), " ranks");
+  size_t total = std::accumulate(o.counts.begin(), o.counts.end(), size_t{0});
+  GIANT_CHECK(total == 0 || o.output != nullptr, "allgatherv: output must not be null");
+  GIANT_CHECK(o.counts[comm.rank()] == 0 || o.input != nullptr, "allgatherv: input must not be null");
+  dtype_size(o.dtype);
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, total * dtype_size(o.dtype));
+    return Work();
+  }
+  auto desc = describe(OpKind::allgatherv, o.dtype, total, -1, 0, hash_counts(o.counts));
+  return submit(comm, desc, o, [o](OpContext& ctx) {
+    detail::allgather_ring(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output),
+                           detail::BlockLayout::from_counts(o.counts), dtype_size(o.dtype));
+  });
+}
+
+Work alltoall(Communicator& comm, const AlltoallOptions& o) {
+  check_buffers("alltoall", o.input, o.output, o.count);
+  size_t block = o.count * dtype_size(o.dtype);
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, block);
+    return Work();
+  }
+  auto desc = describe(OpKind::alltoall, o.dtype, o.count);
+  std::vector<size_t> sizes(comm.size(), block);
+  return submit(comm, desc, o, [o, sizes](OpContext& ctx) {
+    detail::alltoallv_pairwise(ctx, static_cast<const char*>(o.input), sizes, static_cast<char*>(o.output), sizes);
+  });
+}
+
+Work alltoallv(Communicator& comm, const AlltoallvOptions& o) {
+  const size_t n = static_cast<size_t>(comm.size());
+  GIANT_CHECK(o.send_counts.size() == n && o.recv_counts.size() == n, "alltoallv: send_counts and recv_counts need ",
+              n, " entries, got ", o.send_counts.size(), " and ", o.recv_counts.size());
+  size_t elem = dtype_size(o.dtype);
+  std::vector<size_t> send_bytes, recv_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    send_bytes.push_back(o.send_counts[i] * elem);
+    recv_bytes.push_back(o.recv_counts[i] * elem);
+  }
+  size_t in_total = std::accumulate(send_bytes.begin(), send_bytes.end(), size_t{0});
+  size_t out_total = std::accumulate(recv_bytes.begin(), recv_bytes.end(), size_t{0});
+  GIANT_CHECK(in_total == 0 || o.input != nullptr, "alltoallv: input must not be null");
+  GIANT_CHECK(out_total == 0 || o.output != nullptr, "alltoallv: output must not be null");
+  if (n == 1) {
+    GIANT_CHECK(send_bytes[0] == recv_bytes[0], "alltoallv: a single rank must receive what it sends (",
+                o.send_counts[0], " vs ", o.recv_counts[0], " elements)");
+    copy_if_distinct(o.output, o.input, send_bytes[0]);
+    return Work();
+  }
+  GIANT_CHECK(send_bytes[comm.rank()] == recv_bytes[comm.rank()], "alltoallv: send_counts[", comm.rank(),
+              "] must equal recv_counts[", comm.rank(), "] (the block a rank keeps)");
+  auto desc = describe(OpKind::alltoallv, o.dtype, 0);
+  return submit(comm, desc, o, [o, send_bytes, recv_bytes](OpContext& ctx) {
+    detail::alltoallv_pairwise(ctx, static_cast<const char*>(o.input), send_bytes, static_cast<char*>(o.output),
+                               recv_bytes);
+  });
+}
+
+Work broadcast(Communicator& comm, const BroadcastOptions& o) {
+  check_root("broadcast", comm, o.root);
+  size_t nbytes = o.count * dtype_size(o.dtype);
+  GIANT_CHECK(o.count == 0 || o.output != nullptr, "broadcast: output must not be null");
+  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.input != nullptr, "broadcast: the root's input must not be null");
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, nbytes);
+    return Work();
+  }
+  auto desc = describe(OpKind::broadcast, o.dtype, o.count, o.root);
+  return submit(comm, desc, o, [o, nbytes](OpContext& ctx) {
+    detail::broadcast_chain(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), nbytes, o.root);
+  });
+}
+
+Work reduce(Communicator& comm, const ReduceOptions& o) {
+  check_root("reduce", comm, o.root);
+  check_op("reduce", o.dtype, o.op);
+  GIANT_CHECK(o.count == 0 || o.input != nullptr, "reduce: input must not be null");
+  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.output != nullptr, "reduce: the root's output must not be null");
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
+    return Work();
+  }
+  auto desc = describe(OpKind::reduce, o.dtype, o.count, o.root, static_cast<uint8_t>(o.op));
+  return submit(comm, desc, o, [o](OpContext& ctx) {
+    detail::reduce_chain(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count, o.dtype, o.op,
+                         o.root);
+  });
+}
+
+Work gather(Communicator& comm, const GatherOptions& o) {
+  check_root("gather", comm, o.root);
+  size_t nbytes = o.count * dtype_size(o.dtype);
+  GIANT_CHECK(o.count == 0 || o.input != nullptr, "gather: input must not be null");
+  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.output != nullptr, "gather: the root's output must not be null");
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, nbytes);
+    return Work();
+  }
+  auto desc = describe(OpKind::gather, o.dtype, o.count, o.root);
+  return submit(comm, desc, o, [o, nbytes](OpContext& ctx) {
+    detail::gather_direct(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), nbytes, o.root);
+  });
+}
+
+Work scatter(Communicator& comm, const ScatterOptions& o) {
+  check_root("scatter", comm, o.root);
+  size_t nbytes = o.count * dtype_size(o.dtype);
+  GIANT_CHECK(o.count == 0 || o.output != nullptr, "scatter: output must not be null");
+  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.input != nullptr, "scatter: the root's input must not be null");
+  if (comm.size() == 1) {
+    copy_if_distinct(o.output, o.input, nbytes);
+    return Work();
+  }
+  auto desc = describe(OpKind::scatter, o.dtype, o.count, o.root);
+  return submit(comm, desc, o, [o, nbytes](OpContext& ctx) {
+    detail::scatter_direct(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), nbytes, o.root);
+  });
+}
+
+Work barrier(Communicator& comm, const BarrierOptions& o) {
+  if (comm.size() == 1) return Work();
+  return submit(comm, describe(OpKind::barrier, DType::u8, 0), o,
+                [](OpContext& ctx) { detail::barrier_dissemination(ctx); });
+}
+
+namespace {
+void check_peer(const char* what, const Communicator& comm, int peer, const void* buffer, size_t nbytes) {
+  GIANT_CHECK(peer >= 0 && peer < comm.size(), what, ": peer ", peer, " is not a rank of a communicator of size ",
+              comm.size());
+  GIANT_CHECK(peer != comm.rank(), what, ": rank ", peer, " cannot exchange messages with itself");
+  GIANT_CHECK(nbytes == 0 || buffer != nullptr, what, ": buffer must not be null (", nbytes, " bytes)");
+}
+}  // namespace
+
+Work send(Communicator& comm, const SendOptions& o) {
+  check_peer("send", comm, o.peer, o.buffer, o.nbytes);
+  return comm.engine().submit_p2p(true, o.peer, o.tag, const_cast<void*>(o.buffer), o.nbytes, o.timeout);
+}
+
+Work recv(Communicator& comm, const RecvOptions& o) {
+  check_peer("recv", comm, o.peer, o.buffer, o.nbytes);
+  return comm.engine().submit_p2p(false, o.peer, o.tag, o.buffer, o.nbytes, o.timeout);
+}
+
+}  // namespace giant::ccl

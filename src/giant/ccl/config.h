@@ -1,0 +1,38 @@
+// Settings of a communicator, and the tunables they come from.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace giant {
+class Tunables;
+}
+
+namespace giant::ccl {
+
+struct CommConfig {
+  // Bound on a whole operation, from the moment it starts executing.
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // Bound on rendezvous: waiting for all ranks and connecting to them.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  // TCP data sockets per peer pair; large messages are striped over them.
+  int sockets_per_peer = 2;
+  // Pipeline segment of ring algorithms.
+  size_t segment_bytes = 1 << 20;
+  // Automatic allreduce uses halving-doubling up to this size, ring above.
+  size_t halving_doubling_max_bytes = 256 << 10;
+  // Address to listen on; empty chooses the one that reaches the store.
+  std::string listen_address;
+  // Host identity; empty means hostname plus network namespace.
+  std::string host_id;
+
+  // Defines ccl.* in the registry with the defaults above.
+  static void define_tunables(Tunables& tunables);
+  static CommConfig from_tunables(const Tunables& tunables);
+};
+
+// Hostname plus network namespace, e.g. "node7/net:[4026531992]".
+std::string default_host_id();
+
+}  // namespace giant::ccl

@@ -1,0 +1,465 @@
+#include "giant/ccl/engine.h"
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "giant/base/error.h"
+#include "giant/base/logging.h"
+#include "giant/base/units.h"
+
+namespace giant::ccl::detail {
+namespace {
+
+constexpr int kIdlePollMs = 1000;
+// Control messages are tiny; a peer that cannot take one in a second is stuck.
+Deadline control_io_deadline() { return Deadline::after(std::chrono::seconds(1)); }
+
+std::string rank_name(int peer) { return "rank " + std::to_string(peer); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- OpContext
+
+OpContext::OpContext(Engine& engine, uint64_t sequence, const OpDescriptor& desc, const Deadline& deadline)
+    : engine_(engine), sequence_(sequence), desc_(desc), deadline_(deadline) {}
+
+OpContext::~OpContext() {
+  for (const auto& r : requests_) {
+    if (!r.complete) {
+      // Unwinding from a fault: the transport must forget these buffers.
+      engine_.transport_->drop_all();
+      break;
+    }
+  }
+}
+
+int OpContext::rank() const { return engine_.rank_; }
+int OpContext::size() const { return engine_.size_; }
+const CommConfig& OpContext::config() const { return engine_.config_; }
+
+Request* OpContext::send(int peer, uint64_t step, const void* data, size_t nbytes) {
+  requests_.emplace_back();
+  Request* r = &requests_.back();
+  r->kind = Request::Kind::send;
+  r->peer = peer;
+  r->key = {sequence_, step};
+  r->data = const_cast<char*>(static_cast<const char*>(data));
+  r->nbytes = nbytes;
+  r->desc = desc_;
+  engine_.transport_->post_send(r);
+  return r;
+}
+
+Request* OpContext::recv(int peer, uint64_t step, void* data, size_t nbytes) {
+  requests_.emplace_back();
+  Request* r = &requests_.back();
+  r->kind = Request::Kind::recv;
+  r->peer = peer;
+  r->key = {sequence_, step};
+  r->data = static_cast<char*>(data);
+  r->nbytes = nbytes;
+  r->desc = desc_;
+  engine_.transport_->post_recv(r);
+  return r;
+}
+
+void OpContext::progress() {
+  if (deadline_.expired()) {
+    std::vector<int> waited;
+    for (const auto& r : requests_) {
+      if (!r.complete && std::find(waited.begin(), waited.end(), r.peer) == waited.end()) {
+        // Receives first: the peer we wait to hear from is the likelier culprit.
+        if (r.kind == Request::Kind::recv) waited.insert(waited.begin(), r.peer);
+        else waited.push_back(r.peer);
+      }
+    }
+    engine_.raise_timeout(desc_.describe() + " (operation #" + std::to_string(sequence_) + ")", waited);
+  }
+  engine_.progress_once(deadline_);
+}
+
+void OpContext::wait(Request* request) {
+  while (!request->complete) progress();
+}
+
+void OpContext::wait_all() {
+  for (auto& r : requests_) wait(&r);
+}
+
+char* OpContext::scratch(int slot, size_t bytes) {
+  auto& buf = engine_.scratch_[slot];
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
+// ------------------------------------------------------------------- Engine
+
+Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links)
+    : rank_(rank), size_(size), config_(std::move(config)), departed_(size, false), pong_sequence_(size, 0) {
+  std::vector<std::vector<net::Fd>> data(size);
+  control_.resize(size);
+  for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {
+    data[p] = std::move(links[p].data);
+    control_[p] = std::move(links[p].control);
+    if (control_[p].valid()) net::set_nonblocking(control_[p].get(), true);
+  }
+  transport_ = std::make_unique<TcpTransport>(rank, std::move(data), std::max<size_t>(config_.segment_bytes / 4, 64 << 10));
+  wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  GIANT_CHECK(wake_fd_.valid(), "eventfd failed: ", std::strerror(errno));
+  thread_ = std::thread([this] { main_loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::wake() {
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
+  (void)n;
+}
+
+bool Engine::failed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_ != nullptr;
+}
+
+Work Engine::submit(std::unique_ptr<CollectiveOp> op) {
+  Work work(op->work);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_) {
+      op->work->finish(failure_);
+      return work;
+    }
+    GIANT_CHECK(!stopping_, "communicator is shutting down");
+    op->sequence = next_sequence_++;
+    queue_.push_back(std::move(op));
+  }
+  wake();
+  return work;
+}
+
+Work Engine::submit_p2p(bool is_send, int peer, uint32_t tag, void* data, size_t nbytes,
+                        std::chrono::milliseconds timeout) {
+  auto op = std::make_unique<P2POp>();
+  Work work(op->work);
+  Request& r = op->request;
+  r.kind = is_send ? Request::Kind::send : Request::Kind::recv;
+  r.peer = peer;
+  r.data = static_cast<char*>(data);
+  r.nbytes = nbytes;
+  r.desc.kind = OpKind::send_recv;
+  r.desc.count = nbytes;
+  r.desc.root = static_cast<int32_t>(tag);
+  op->timeout = timeout_or_default(timeout);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_) {
+      op->work->finish(failure_);
+      return work;
+    }
+    GIANT_CHECK(!stopping_, "communicator is shutting down");
+    auto& counter = (is_send ? send_sequence_ : recv_sequence_)[{peer, tag}];
+    r.key = {kP2PBit | tag, counter++};
+    p2p_submitted_.push_back(std::move(op));
+  }
+  wake();
+  return work;
+}
+
+void Engine::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_ || abort_requested_) return;
+    abort_requested_ = true;
+    abort_reason_ = reason;
+  }
+  wake();
+}
+
+void Engine::main_loop() {
+  try {
+    while (true) {
+      std::unique_ptr<CollectiveOp> op;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) break;
+        if (!queue_.empty()) {
+          op = std::move(queue_.front());
+          queue_.pop_front();
+        }
+      }
+      if (op) {
+        run_collective(*op);
+      } else {
+        progress_once(Deadline::after(std::chrono::milliseconds(kIdlePollMs)));
+      }
+    }
+    // Orderly shutdown: whatever is still pending can no longer complete.
+    absorb_submissions();
+    bool pending;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending = !queue_.empty() || !p2p_in_flight_.empty();
+    }
+    if (pending) throw CommError(rank_, "communicator destroyed while operations were pending");
+    for (int p = 0; p < size_; ++p) {
+      if (p != rank_ && control_[p].valid() && !departed_[p]) {
+        send_control(p, ControlType::goodbye, 0, -1, FailureKind::comm, "");
+      }
+    }
+  } catch (...) {
+    fail(std::current_exception());
+  }
+}
+
+void Engine::run_collective(CollectiveOp& op) {
+  Deadline deadline = Deadline::after(timeout_or_default(op.timeout));
+  transport_->begin_collective(op.sequence, op.desc);
+  {
+    OpContext ctx(*this, op.sequence, op.desc, deadline);
+    try {
+      op.body(ctx);
+      ctx.wait_all();
+    } catch (...) {
+      // Unsettled requests point at the caller's buffers, which stay untouched
+      // once the Work reports the error.
+      transport_->drop_all();
+      op.work->finish(std::current_exception());
+      throw;
+    }
+  }
+  op.work->finish(nullptr);
+}
+
+void Engine::absorb_submissions() {
+  std::vector<std::unique_ptr<P2POp>> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (abort_requested_) {
+      throw CommError(rank_, "aborted by rank " + std::to_string(rank_) + ": " + abort_reason_);
+    }
+    if (stopping_ && (!queue_.empty() || !p2p_in_flight_.empty() || !p2p_submitted_.empty())) {
+      throw CommError(rank_, "communicator destroyed while operations were pending");
+    }
+    fresh.swap(p2p_submitted_);
+  }
+  for (auto& op : fresh) {
+    op->deadline = Deadline::after(op->timeout);
+    P2POp* raw = op.get();
+    p2p_in_flight_.push_back(std::move(op));
+    if (raw->request.kind == Request::Kind::send) transport_->post_send(&raw->request);
+    else transport_->post_recv(&raw->request);
+  }
+  finish_p2p();
+}
+
+void Engine::finish_p2p() {
+  auto done = std::stable_partition(p2p_in_flight_.begin(), p2p_in_flight_.end(),
+                                    [](const auto& op) { return !op->request.complete; });
+  for (auto it = done; it != p2p_in_flight_.end(); ++it) (*it)->work->finish(nullptr);
+  p2p_in_flight_.erase(done, p2p_in_flight_.end());
+  if (probing_) return;
+  for (auto& op : p2p_in_flight_) {
+    if (op->deadline.expired()) {
+      const Request& r = op->request;
+      raise_timeout(std::string(r.kind == Request::Kind::send ? "send to " : "recv from ") + rank_name(r.peer) +
+                        " (tag " + std::to_string(r.key.hi & ~kP2PBit) + ", " + std::to_string(r.nbytes) + " bytes)",
+                    {r.peer});
+    }
+  }
+}
+
+void Engine::progress_once(const Deadline& until) {
+  poll_fds_.clear();
+  poll_fds_.push_back({wake_fd_.get(), POLLIN, 0});
+  for (int p = 0; p < size_; ++p) poll_fds_.push_back({control_[p].valid() ? control_[p].get() : -1, POLLIN, 0});
+  size_t data_start = poll_fds_.size();
+  transport_->add_poll_fds(poll_fds_);
+
+  Deadline wake_by = until;
+  for (const auto& op : p2p_in_flight_) wake_by = wake_by.earlier(op->deadline);
+  int rc = ::poll(poll_fds_.data(), poll_fds_.size(), wake_by.remaining_ms(kIdlePollMs));
+  if (rc < 0 && errno != EINTR) throw CommError(rank_, std::string("poll failed: ") + std::strerror(errno));
+  if (rc > 0) {
+    if (poll_fds_[0].revents) {
+      uint64_t n;
+      while (::read(wake_fd_.get(), &n, sizeof n) > 0) {
+      }
+    }
+    for (int p = 0; p < size_; ++p) {
+      if (poll_fds_[1 + p].revents) handle_control(p);
+    }
+    transport_->handle(poll_fds_.data() + data_start, poll_fds_.size() - data_start);
+  }
+  absorb_submissions();
+}
+
+void Engine::handle_control(int peer) {
+  ControlHeader h;
+  ssize_t n = ::recv(control_[peer].get(), &h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    control_[peer].reset();
+    if (departed_[peer]) return;
+    throw CommError(peer, rank_name(peer) + " closed its connections unexpectedly (did the process die?)");
+  }
+  try {
+    net::recv_all(control_[peer].get(), &h, sizeof h, control_io_deadline());
+  } catch (const CommError& e) {
+    throw CommError(peer, rank_name(peer) + ": broken control connection: " + e.what());
+  }
+  if (h.magic != kControlMagic) throw CommError(peer, "corrupt control message from " + rank_name(peer));
+  switch (h.type) {
+    case ControlType::ping:
+      send_control(peer, ControlType::pong, h.sequence, -1, FailureKind::comm, "");
+      break;
+    case ControlType::pong:
+      pong_sequence_[peer] = std::max(pong_sequence_[peer], h.sequence);
+      break;
+    case ControlType::goodbye:
+      departed_[peer] = true;
+      transport_->mark_departed(peer);
+      break;
+    case ControlType::abort: {
+      if (h.reason_bytes > kMaxControlReason) throw CommError(peer, "corrupt abort from " + rank_name(peer));
+      std::string reason(h.reason_bytes, '\0');
+      net::recv_all(control_[peer].get(), reason.data(), reason.size(), control_io_deadline());
+      std::string what = rank_name(peer) + " reports: " + reason;
+      // The same error type and culprit on every rank, whoever saw it first.
+      if (h.failure == FailureKind::timeout) throw TimeoutError(h.culprit, what);
+      throw CommError(h.culprit, what);
+    }
+    default:
+      throw CommError(peer, "unknown control message from " + rank_name(peer));
+  }
+}
+
+void Engine::send_control(int peer, ControlType type, uint64_t sequence, int culprit, FailureKind failure,
+                          const std::string& reason) {
+  if (!control_[peer].valid()) return;
+  std::string message(sizeof(ControlHeader), '\0');
+  ControlHeader h;
+  h.type = type;
+  h.sequence = sequence;
+  h.culprit = culprit;
+  h.failure = failure;
+  std::string body = reason.substr(0, kMaxControlReason);
+  h.reason_bytes = static_cast<uint32_t>(body.size());
+  std::memcpy(message.data(), &h, sizeof h);
+  message += body;
+  try {
+    net::send_all(control_[peer].get(), message.data(), message.size(), control_io_deadline());
+  } catch (const CommError&) {
+    // The peer is gone or stuck; what it misses here it learns from its own checks.
+  }
+}
+
+std::vector<int> Engine::unresponsive_peers(std::chrono::milliseconds window) {
+  uint64_t sequence = ++ping_sequence_;
+  std::vector<int> asked;
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_ && control_[p].valid() && !departed_[p]) {
+      send_control(p, ControlType::ping, sequence, -1, FailureKind::comm, "");
+      asked.push_back(p);
+    }
+  }
+  Deadline until = Deadline::after(window);
+  probing_ = true;
+  try {
+    while (!until.expired()) {
+      bool all = std::all_of(asked.begin(), asked.end(), [&](int p) { return pong_sequence_[p] >= sequence; });
+      if (all) break;
+      progress_once(until);
+    }
+  } catch (...) {
+    probing_ = false;
+    throw;
+  }
+  probing_ = false;
+  std::vector<int> silent;
+  for (int p : asked) {
+    if (pong_sequence_[p] < sequence) silent.push_back(p);
+  }
+  return silent;
+}
+
+void Engine::raise_timeout(const std::string& what, std::vector<int> waited_on) {
+  // A stopped process keeps its sockets open, so silence is the only sign:
+  // ask every peer and blame the one that does not answer.
+  auto window = std::clamp(config_.timeout / 4, std::chrono::milliseconds(50), std::chrono::milliseconds(2000));
+  std::vector<int> silent = unresponsive_peers(window);
+  int culprit = -1;
+  for (int p : waited_on) {
+    if (std::find(silent.begin(), silent.end(), p) != silent.end()) {
+      culprit = p;
+      break;
+    }
+  }
+  if (culprit < 0 && !silent.empty()) culprit = silent.front();
+  std::string why;
+  if (culprit >= 0) {
+    why = rank_name(culprit) + " does not respond (stopped or hung?)";
+  } else if (!waited_on.empty()) {
+    culprit = waited_on.front();
+    why = "still waiting on " + rank_name(culprit) + ", which responds but has not sent its part";
+  } else {
+    why = "no peer to blame";
+  }
+  double seconds = std::chrono::duration<double>(config_.timeout).count();
+  throw TimeoutError(culprit, what + " did not finish within " + format_seconds(seconds) + ": " + why);
+}
+
+void Engine::fail(std::exception_ptr error) {
+  std::deque<std::unique_ptr<CollectiveOp>> queued;
+  std::vector<std::unique_ptr<P2POp>> submitted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_) return;
+    failure_ = error;
+    queued.swap(queue_);
+    submitted.swap(p2p_submitted_);
+  }
+  transport_->drop_all();
+  int culprit = -1;
+  FailureKind kind = FailureKind::comm;
+  std::string reason = "unknown error";
+  bool adopted = false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const TimeoutError& e) {
+    culprit = e.peer();
+    kind = FailureKind::timeout;
+    reason = e.what();
+  } catch (const CommError& e) {
+    culprit = e.peer();
+    reason = e.what();
+  } catch (const std::exception& e) {
+    culprit = rank_;
+    reason = e.what();
+  } catch (...) {
+  }
+  adopted = reason.find(" reports: ") != std::string::npos;
+  GIANT_LOG(debug) << "communicator failed: " << reason;
+  for (auto& op : queued) op->work->finish(error);
+  for (auto& op : submitted) op->work->finish(error);
+  for (auto& op : p2p_in_flight_) op->work->finish(error);
+  p2p_in_flight_.clear();
+  if (adopted) return;  // the peer that reported it has told everyone already
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_ && !departed_[p]) send_control(p, ControlType::abort, 0, culprit, kind, reason);
+  }
+}
+
+}  // namespace giant::ccl::detail

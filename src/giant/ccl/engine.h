@@ -1,0 +1,139 @@
+// The engine behind a Communicator (internal): one thread per communicator
+// that runs collectives one at a time in issue order, keeps point-to-point
+// messages moving beside them, watches the peers (control messages, pings),
+// and turns every fault into an error on every pending Work.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "giant/base/timer.h"
+#include "giant/ccl/config.h"
+#include "giant/ccl/tcp_transport.h"
+#include "giant/ccl/work.h"
+#include "giant/ccl/work_state.h"
+
+namespace giant::ccl::detail {
+
+class Engine;
+
+// What a running collective sees: its rank, peers and a way to move bytes.
+class OpContext {
+ public:
+  OpContext(Engine& engine, uint64_t sequence, const OpDescriptor& desc, const Deadline& deadline);
+  ~OpContext();
+  OpContext(const OpContext&) = delete;
+  OpContext& operator=(const OpContext&) = delete;
+
+  int rank() const;
+  int size() const;
+  const CommConfig& config() const;
+  const OpDescriptor& desc() const { return desc_; }
+
+  // step numbers must be unique within the operation for each peer pair.
+  Request* send(int peer, uint64_t step, const void* data, size_t nbytes);
+  Request* recv(int peer, uint64_t step, void* data, size_t nbytes);
+  void wait(Request* request);
+  void wait_all();
+  // A reusable buffer of the engine (slot 0..2), valid until the op ends.
+  char* scratch(int slot, size_t bytes);
+
+ private:
+  void progress();
+  Engine& engine_;
+  uint64_t sequence_;
+  OpDescriptor desc_;
+  Deadline deadline_;
+  std::deque<Request> requests_;
+};
+
+struct CollectiveOp {
+  OpDescriptor desc;
+  std::chrono::milliseconds timeout{0};
+  std::function<void(OpContext&)> body;
+  std::shared_ptr<WorkState> work = std::make_shared<WorkState>();
+  uint64_t sequence = 0;
+};
+
+struct PeerLinks {
+  std::vector<net::Fd> data;
+  net::Fd control;
+};
+
+class Engine {
+ public:
+  Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links);
+  ~Engine();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const CommConfig& config() const { return config_; }
+
+  Work submit(std::unique_ptr<CollectiveOp> op);
+  Work submit_p2p(bool is_send, int peer, uint32_t tag, void* data, size_t nbytes,
+                  std::chrono::milliseconds timeout);
+  void abort(const std::string& reason);
+  bool failed() const;
+
+ private:
+  friend class OpContext;
+  struct P2POp {
+    Request request;
+    std::shared_ptr<WorkState> work = std::make_shared<WorkState>();
+    std::chrono::milliseconds timeout{0};
+    Deadline deadline = Deadline::never();
+  };
+
+  void main_loop();
+  void run_collective(CollectiveOp& op);
+  // One poll round over every socket; throws on any fault.
+  void progress_once(const Deadline& until);
+  void absorb_submissions();
+  void handle_control(int peer);
+  void finish_p2p();
+  [[noreturn]] void raise_timeout(const std::string& what, std::vector<int> waited_on);
+  std::vector<int> unresponsive_peers(std::chrono::milliseconds window);
+  void send_control(int peer, ControlType type, uint64_t sequence, int culprit, FailureKind failure,
+                    const std::string& reason);
+  void fail(std::exception_ptr error);
+  void wake();
+  std::chrono::milliseconds timeout_or_default(std::chrono::milliseconds t) const {
+    return t.count() > 0 ? t : config_.timeout;
+  }
+
+  const int rank_;
+  const int size_;
+  const CommConfig config_;
+  std::vector<net::Fd> control_;
+  std::vector<bool> departed_;
+  std::vector<uint64_t> pong_sequence_;
+  uint64_t ping_sequence_ = 0;
+  bool probing_ = false;
+  std::unique_ptr<TcpTransport> transport_;
+  net::Fd wake_fd_;
+  std::vector<pollfd> poll_fds_;
+  std::vector<char> scratch_[3];
+  std::vector<std::unique_ptr<P2POp>> p2p_in_flight_;
+
+  // Shared with issuing threads, under mutex_.
+  mutable std::mutex mutex_;
+  std::deque<std::unique_ptr<CollectiveOp>> queue_;
+  std::vector<std::unique_ptr<P2POp>> p2p_submitted_;
+  uint64_t next_sequence_ = 1;
+  std::map<std::pair<int, uint32_t>, uint64_t> send_sequence_, recv_sequence_;
+  std::string abort_reason_;
+  bool abort_requested_ = false;
+  bool stopping_ = false;
+  std::exception_ptr failure_;
+
+  std::thread thread_;
+};
+
+}  // namespace giant::ccl::detail

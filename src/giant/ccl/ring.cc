@@ -1,0 +1,249 @@
+// Ring and chain algorithms, pipelined in segments of config().segment_bytes
+// so that a segment is reduced while the next ones are on the wire.
+#include <algorithm>
+#include <cstring>
+
+#include "giant/base/error.h"
+#include "giant/ccl/algorithms.h"
+#include "giant/ccl/reduce_kernels.h"
+
+namespace giant::ccl::detail {
+
+BlockLayout BlockLayout::balanced(size_t total, int blocks) {
+  BlockLayout l;
+  size_t offset = 0;
+  for (int b = 0; b < blocks; ++b) {
+    size_t c = total / blocks + (static_cast<size_t>(b) < total % blocks ? 1 : 0);
+    l.offset.push_back(offset);
+    l.count.push_back(c);
+    offset += c;
+  }
+  return l;
+}
+
+BlockLayout BlockLayout::from_counts(const std::vector<size_t>& counts) {
+  BlockLayout l;
+  size_t offset = 0;
+  for (size_t c : counts) {
+    l.offset.push_back(offset);
+    l.count.push_back(c);
+    offset += c;
+  }
+  return l;
+}
+
+size_t BlockLayout::max_count() const { return count.empty() ? 0 : *std::max_element(count.begin(), count.end()); }
+
+namespace {
+
+// Cuts every block into the same number of segments.
+struct Segments {
+  int per_block = 1;
+  Segments(size_t max_block_bytes, size_t segment_bytes)
+      : per_block(static_cast<int>(std::max<size_t>(1, (max_block_bytes + segment_bytes - 1) / segment_bytes))) {}
+  size_t offset(size_t block_count, int k) const {
+    size_t s = static_cast<size_t>(per_block);
+    return block_count / s * k + std::min<size_t>(k, block_count % s);
+  }
+  size_t count(size_t block_count, int k) const {
+    size_t s = static_cast<size_t>(per_block);
+    return block_count / s + (static_cast<size_t>(k) < block_count % s ? 1 : 0);
+  }
+};
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// Allgather around the ring: at step t this rank forwards block r-t and
+// receives block r-t-1 from its left, straight into place.
+class RingAllgather {
+ public:
+  RingAllgather(OpContext& ctx, char* out, const BlockLayout& layout, size_t elem, const Segments& seg,
+                uint64_t step_base)
+      : ctx_(ctx), out_(out), layout_(layout), elem_(elem), seg_(seg), step_base_(step_base),
+        n_(ctx.size()), r_(ctx.rank()) {}
+
+  void post_receives() {
+    int S = seg_.per_block;
+    recvs_.resize(static_cast<size_t>(n_ - 1) * S);
+    for (int t = 0; t < n_ - 1; ++t) {
+      int b = mod(r_ - t - 1, n_);
+      for (int k = 0; k < S; ++k) recvs_[t * S + k] = ctx_.recv(left(), key(t, k), at(b, k), bytes(b, k));
+    }
+  }
+  // Starts step 0 for one segment of this rank's own block.
+  void send_own_segment(int k) { ctx_.send(right(), key(0, k), at(r_, k), bytes(r_, k)); }
+
+  void run() {
+    int S = seg_.per_block;
+    for (int t = 0; t < n_ - 1; ++t) {
+      int b = mod(r_ - t - 1, n_);
+      for (int k = 0; k < S; ++k) {
+        ctx_.wait(recvs_[t * S + k]);
+        if (t + 1 < n_ - 1) ctx_.send(right(), key(t + 1, k), at(b, k), bytes(b, k));
+      }
+    }
+  }
+
+ private:
+  int left() const { return mod(r_ - 1, n_); }
+  int right() const { return mod(r_ + 1, n_); }
+  uint64_t key(int t, int k) const { return step_base_ + static_cast<uint64_t>(t) * seg_.per_block + k; }
+  char* at(int b, int k) const { return out_ + (layout_.offset[b] + seg_.offset(layout_.count[b], k)) * elem_; }
+  size_t bytes(int b, int k) const { return seg_.count(layout_.count[b], k) * elem_; }
+
+  OpContext& ctx_;
+  char* out_;
+  const BlockLayout& layout_;
+  size_t elem_;
+  const Segments& seg_;
+  uint64_t step_base_;
+  int n_, r_;
+  std::vector<Request*> recvs_;
+};
+
+// Reduce-scatter around the ring. At step s this rank sends block r-s-1 and
+// receives block r-s-2, which it reduces with its own input; after n-1 steps
+// block r is complete here. accumulate(b) is where block b is reduced into.
+// on_owned(k, data, count) sees each finished segment of block r.
+template <class Accumulate, class OnOwned>
+void ring_reduce_scatter(OpContext& ctx, const char* in, Accumulate accumulate, const BlockLayout& layout,
+                         DType dtype, ReduceOp op, const Segments& seg, OnOwned on_owned) {
+  const int n = ctx.size(), r = ctx.rank(), S = seg.per_block;
+  const int left = mod(r - 1, n), right = mod(r + 1, n);
+  const size_t elem = dtype_size(dtype);
+  const size_t slot_bytes = std::max<size_t>(layout.max_count() * elem, 1);
+  char* temp[2] = {ctx.scratch(0, 2 * slot_bytes), nullptr};
+  temp[1] = temp[0] + slot_bytes;
+  auto recv_block = [&](int s) { return mod(r - s - 2, n); };
+  auto key = [&](int s, int k) { return static_cast<uint64_t>(s) * S + k; };
+  std::vector<Request*> recvs(static_cast<size_t>(n - 1) * S);
+  auto post_recv = [&](int s, int k) {
+    int b = recv_block(s);
+    recvs[s * S + k] = ctx.recv(left, key(s, k), temp[s % 2] + seg.offset(layout.count[b], k) * elem,
+                                seg.count(layout.count[b], k) * elem);
+  };
+  for (int s = 0; s < std::min(2, n - 1); ++s) {
+    for (int k = 0; k < S; ++k) post_recv(s, k);
+  }
+  int first = mod(r - 1, n);
+  for (int k = 0; k < S; ++k) {
+    size_t off = layout.offset[first] + seg.offset(layout.count[first], k);
+    ctx.send(right, key(0, k), in + off * elem, seg.count(layout.count[first], k) * elem);
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    int b = recv_block(s);
+    for (int k = 0; k < S; ++k) {
+      ctx.wait(recvs[s * S + k]);
+      size_t within = seg.offset(layout.count[b], k);
+      size_t cnt = seg.count(layout.count[b], k);
+      char* dst = accumulate(b) + within * elem;
+      reduce_into(dst, in + (layout.offset[b] + within) * elem, temp[s % 2] + within * elem, cnt, dtype, op);
+      if (s + 1 < n - 1) ctx.send(right, key(s + 1, k), dst, cnt * elem);
+      else on_owned(k, dst, cnt);
+      if (s + 2 < n - 1) post_recv(s + 2, k);
+    }
+  }
+}
+
+bool overlaps(const char* a, size_t a_bytes, const char* b, size_t b_bytes) {
+  return a < b + b_bytes && b < a + a_bytes;
+}
+
+}  // namespace
+
+void allreduce_ring(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op) {
+  const int n = ctx.size();
+  const size_t elem = dtype_size(dtype);
+  BlockLayout layout = BlockLayout::balanced(count, n);
+  Segments seg(layout.max_count() * elem, ctx.config().segment_bytes);
+  // Both phases are pipelined together: a segment of the owned block starts
+  // around the ring as soon as it is reduced.
+  RingAllgather gather(ctx, out, layout, elem, seg, static_cast<uint64_t>(n - 1) * seg.per_block);
+  gather.post_receives();
+  ring_reduce_scatter(
+      ctx, in, [&](int b) { return out + layout.offset[b] * elem; }, layout, dtype, op, seg,
+      [&](int k, char* data, size_t cnt) {
+        if (op == ReduceOp::avg) finish_average(data, cnt, dtype, n);
+        gather.send_own_segment(k);
+      });
+  gather.run();
+}
+
+void reduce_scatter_ring(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op) {
+  const int n = ctx.size(), r = ctx.rank();
+  const size_t elem = dtype_size(dtype);
+  BlockLayout layout = BlockLayout::balanced(count * n, n);
+  Segments seg(count * elem, ctx.config().segment_bytes);
+  // Blocks other than ours pass through scratch; ours goes to the output
+  // unless the output overlaps the input still being read.
+  char* partials = ctx.scratch(1, count * elem * n);
+  bool direct = !overlaps(out, count * elem, in, count * elem * n);
+  char* own = direct ? out : partials + layout.offset[r] * elem;
+  ring_reduce_scatter(
+      ctx, in, [&](int b) { return b == r ? own : partials + layout.offset[b] * elem; }, layout, dtype, op, seg,
+      [&](int, char* data, size_t cnt) {
+        if (op == ReduceOp::avg) finish_average(data, cnt, dtype, n);
+      });
+  ctx.wait_all();
+  if (!direct) std::memmove(out, own, count * elem);
+}
+
+void allgather_ring(OpContext& ctx, const char* in, char* out, const BlockLayout& layout, size_t elem) {
+  const int r = ctx.rank();
+  char* mine = out + layout.offset[r] * elem;
+  if (in != mine) std::memmove(mine, in, layout.count[r] * elem);
+  Segments seg(layout.max_count() * elem, ctx.config().segment_bytes);
+  RingAllgather gather(ctx, out, layout, elem, seg, 0);
+  gather.post_receives();
+  for (int k = 0; k < seg.per_block; ++k) gather.send_own_segment(k);
+  gather.run();
+}
+
+void broadcast_chain(OpContext& ctx, const char* in, char* out, size_t nbytes, int root) {
+  const int n = ctx.size(), r = ctx.rank();
+  const int pos = mod(r - root, n), next = mod(r + 1, n), prev = mod(r - 1, n);
+  Segments seg(nbytes, ctx.config().segment_bytes);
+  if (pos == 0) {
+    for (int k = 0; k < seg.per_block; ++k) ctx.send(next, k, in + seg.offset(nbytes, k), seg.count(nbytes, k));
+    if (in != out) std::memcpy(out, in, nbytes);
+    return;
+  }
+  std::vector<Request*> recvs;
+  for (int k = 0; k < seg.per_block; ++k) {
+    recvs.push_back(ctx.recv(prev, k, out + seg.offset(nbytes, k), seg.count(nbytes, k)));
+  }
+  for (int k = 0; k < seg.per_block; ++k) {
+    ctx.wait(recvs[k]);
+    if (pos < n - 1) ctx.send(next, k, out + seg.offset(nbytes, k), seg.count(nbytes, k));
+  }
+}
+
+void reduce_chain(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op, int root) {
+  const int n = ctx.size(), r = ctx.rank();
+  const size_t elem = dtype_size(dtype), nbytes = count * elem;
+  // The chain starts right after the root and ends at it.
+  const int pos = mod(r - root - 1, n), next = mod(r + 1, n), prev = mod(r - 1, n);
+  Segments seg(nbytes, ctx.config().segment_bytes);
+  if (pos == 0) {
+    for (int k = 0; k < seg.per_block; ++k) {
+      ctx.send(next, k, in + seg.offset(count, k) * elem, seg.count(count, k) * elem);
+    }
+    return;
+  }
+  const bool is_root = pos == n - 1;
+  char* temp = ctx.scratch(0, nbytes);
+  char* acc = is_root ? out : ctx.scratch(1, nbytes);
+  std::vector<Request*> recvs;
+  for (int k = 0; k < seg.per_block; ++k) {
+    recvs.push_back(ctx.recv(prev, k, temp + seg.offset(count, k) * elem, seg.count(count, k) * elem));
+  }
+  for (int k = 0; k < seg.per_block; ++k) {
+    ctx.wait(recvs[k]);
+    size_t off = seg.offset(count, k) * elem, cnt = seg.count(count, k);
+    reduce_into(acc + off, in + off, temp + off, cnt, dtype, op);
+    if (!is_root) ctx.send(next, k, acc + off, cnt * elem);
+    else if (op == ReduceOp::avg) finish_average(acc + off, cnt, dtype, n);
+  }
+}
+
+}  // namespace giant::ccl::detail

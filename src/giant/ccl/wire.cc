@@ -1,0 +1,42 @@
+#include "giant/ccl/wire.h"
+
+#include "giant/ccl/collectives.h"
+#include "giant/ccl/types.h"
+
+namespace giant::ccl::detail {
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::none: return "none";
+    case OpKind::allreduce: return "allreduce";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::allgather: return "allgather";
+    case OpKind::allgatherv: return "allgatherv";
+    case OpKind::alltoall: return "alltoall";
+    case OpKind::alltoallv: return "alltoallv";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::reduce: return "reduce";
+    case OpKind::gather: return "gather";
+    case OpKind::scatter: return "scatter";
+    case OpKind::barrier: return "barrier";
+    case OpKind::send_recv: return "send/recv";
+  }
+  return "unknown";
+}
+
+std::string OpDescriptor::describe() const {
+  std::string s = op_kind_name(kind);
+  if (kind == OpKind::send_recv) {
+    return s + "(nbytes=" + std::to_string(count) + ", tag=" + std::to_string(root) + ")";
+  }
+  s += "(count=" + std::to_string(count) + ", dtype=" + dtype_name(static_cast<DType>(dtype));
+  if (kind == OpKind::allreduce || kind == OpKind::reduce_scatter || kind == OpKind::reduce) {
+    s += std::string(", op=") + reduce_op_name(static_cast<ReduceOp>(op));
+  }
+  if (kind == OpKind::allreduce) s += std::string(", algorithm=") + algorithm_name(static_cast<Algorithm>(algorithm));
+  if (root >= 0) s += ", root=" + std::to_string(root);
+  if (aux != 0) s += ", counts#" + std::to_string(aux % 100000);
+  return s + ")";
+}
+
+}  // namespace giant::ccl::detail
