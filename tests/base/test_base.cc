@@ -1,0 +1,127 @@
+// giant_base: checks and errors, units, the tunables registry, deadlines.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "giant/base/error.h"
+#include "giant/base/logging.h"
+#include "giant/base/timer.h"
+#include "giant/base/tunables.h"
+#include "giant/base/units.h"
+
+namespace giant {
+namespace {
+
+TEST(Check, ThrowsWithMessageAndCondition) {
+  try {
+    int heads = 3;
+    GIANT_CHECK(heads % 2 == 0, "heads must be even, got ", heads);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("heads must be even, got 3"), std::string::npos) << what;
+    EXPECT_NE(what.find("heads % 2 == 0"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(GIANT_CHECK(1 + 1 == 2, "arithmetic"));
+}
+
+TEST(Errors, Taxonomy) {
+  TimeoutError t(3, "late");
+  const CommError& c = t;
+  EXPECT_EQ(c.peer(), 3);
+  ConfigError k("model.heads", "must divide hidden");
+  EXPECT_EQ(k.key(), "model.heads");
+  EXPECT_NE(std::string(k.what()).find("'model.heads'"), std::string::npos);
+}
+
+TEST(Units, Bytes) {
+  EXPECT_EQ(parse_bytes("4MiB"), 4 * MiB);
+  EXPECT_EQ(parse_bytes("64 MB"), 64000000);
+  EXPECT_EQ(parse_bytes("1.5KiB"), 1536);
+  EXPECT_EQ(parse_bytes("123"), 123);
+  EXPECT_EQ(parse_bytes("2g"), 2 * GiB);
+  EXPECT_THROW(parse_bytes("lots"), Error);
+  EXPECT_THROW(parse_bytes("3 parsecs"), Error);
+  EXPECT_THROW(parse_bytes("-1"), Error);
+  EXPECT_EQ(format_bytes(64.0 * MiB), "64 MiB");
+  EXPECT_EQ(format_bytes(7), "7 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+}
+
+TEST(Units, Seconds) {
+  EXPECT_DOUBLE_EQ(parse_seconds("250ms"), 0.25);
+  EXPECT_DOUBLE_EQ(parse_seconds("2m"), 120);
+  EXPECT_DOUBLE_EQ(parse_seconds("30"), 30);
+  EXPECT_DOUBLE_EQ(parse_seconds("30us"), 30e-6);
+  EXPECT_THROW(parse_seconds("soon"), Error);
+  EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
+}
+
+TEST(Tunables, LayersByPrecedence) {
+  Tunables t;
+  t.define_int("ccl.sockets", 2, "sockets per peer");
+  t.define_bytes("ccl.chunk", 4 * MiB, "chunk size");
+  t.define_seconds("ccl.timeout", 300, "timeout");
+  t.define_bool("ccl.fast", false, "go fast");
+  t.define_string("ccl.name", "x", "a name");
+  EXPECT_EQ(t.get_int("ccl.sockets"), 2);
+  EXPECT_EQ(t.source("ccl.sockets"), TunableSource::defaults);
+
+  t.set("ccl.sockets", "4", TunableSource::command_line);
+  t.apply_environment({{"GIANT_CCL_SOCKETS", "8"}, {"GIANT_CCL_CHUNK", "1MiB"}, {"GIANT_RANK", "3"}});
+  t.set("ccl.chunk", "16MiB", TunableSource::config);  // lower than the environment: ignored
+  EXPECT_EQ(t.get_int("ccl.sockets"), 4);              // command line beats environment
+  EXPECT_EQ(t.get_int("ccl.chunk"), 1 * MiB);
+  EXPECT_EQ(t.source("ccl.chunk"), TunableSource::environment);
+
+  t.set("ccl.timeout", "2s", TunableSource::config);
+  t.set("ccl.fast", "true", TunableSource::config);
+  EXPECT_DOUBLE_EQ(t.get_real("ccl.timeout"), 2.0);
+  EXPECT_TRUE(t.get_bool("ccl.fast"));
+  EXPECT_EQ(Tunables::environment_name("ccl.tcp.sockets_per_peer"), "GIANT_CCL_TCP_SOCKETS_PER_PEER");
+  std::string text = t.describe();
+  EXPECT_NE(text.find("ccl.chunk = 1 MiB (environment)"), std::string::npos) << text;
+}
+
+TEST(Tunables, ErrorsNameTheKey) {
+  Tunables t;
+  t.define_int("ccl.sockets", 2, "sockets per peer");
+  try {
+    t.set("ccl.sockets", "many", TunableSource::command_line);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "ccl.sockets");
+  }
+  try {
+    t.set("ccl.sokets", "2", TunableSource::command_line);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key(), "ccl.sokets");
+  }
+  EXPECT_THROW(t.define_int("ccl.sockets", 1, "twice"), Error);
+  EXPECT_THROW(t.apply_environment({{"GIANT_CCL_SOCKETS", "x"}}), ConfigError);
+}
+
+TEST(Deadline, ExpiresAndNever) {
+  Deadline never = Deadline::never();
+  EXPECT_FALSE(never.expired());
+  EXPECT_EQ(never.remaining_ms(100), 100);
+  Deadline soon = Deadline::after(std::chrono::milliseconds(20));
+  EXPECT_FALSE(soon.expired());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_TRUE(soon.expired());
+  EXPECT_EQ(soon.remaining_ms(100), 0);
+  EXPECT_TRUE(Deadline::after(std::chrono::milliseconds(0)).is_never());
+}
+
+TEST(Logging, LevelsParse) {
+  EXPECT_EQ(parse_log_level("warn"), LogLevel::warn);
+  EXPECT_THROW(parse_log_level("loud"), Error);
+  configure_logging("[rank 7] ", LogLevel::info);
+  EXPECT_TRUE(log_enabled(LogLevel::warn));
+  EXPECT_FALSE(log_enabled(LogLevel::debug));
+  GIANT_LOG(info) << "a line with a rank prefix";
+}
+
+}  // namespace
+}  // namespace giant
