@@ -111,7 +111,11 @@ void ring_reduce_scatter(OpContext& ctx, const char* in, Accumulate accumulate, 
   const int n = ctx.size(), r = ctx.rank(), S = seg.per_block;
   const int left = mod(r - 1, n), right = mod(r + 1, n);
   const size_t elem = dtype_size(dtype);
-  const size_t slot_bytes = std::max<size_t>(layout.max_count() * elem, 1);
+  // Two slots of temporary space, alternating by step. Segment k always lands
+  // at the same place in a slot, whatever the size of its block, so posting
+  // step s+2's segment k never overlaps step s's segments still unread.
+  const size_t stride = seg.count(layout.max_count(), 0) * elem;
+  const size_t slot_bytes = std::max<size_t>(stride * S, 1);
   char* temp[2] = {ctx.scratch(0, 2 * slot_bytes), nullptr};
   temp[1] = temp[0] + slot_bytes;
   auto recv_block = [&](int s) { return mod(r - s - 2, n); };
@@ -119,8 +123,7 @@ void ring_reduce_scatter(OpContext& ctx, const char* in, Accumulate accumulate, 
   std::vector<Request*> recvs(static_cast<size_t>(n - 1) * S);
   auto post_recv = [&](int s, int k) {
     int b = recv_block(s);
-    recvs[s * S + k] = ctx.recv(left, key(s, k), temp[s % 2] + seg.offset(layout.count[b], k) * elem,
-                                seg.count(layout.count[b], k) * elem);
+    recvs[s * S + k] = ctx.recv(left, key(s, k), temp[s % 2] + k * stride, seg.count(layout.count[b], k) * elem);
   };
   for (int s = 0; s < std::min(2, n - 1); ++s) {
     for (int k = 0; k < S; ++k) post_recv(s, k);
@@ -137,7 +140,7 @@ void ring_reduce_scatter(OpContext& ctx, const char* in, Accumulate accumulate, 
       size_t within = seg.offset(layout.count[b], k);
       size_t cnt = seg.count(layout.count[b], k);
       char* dst = accumulate(b) + within * elem;
-      reduce_into(dst, in + (layout.offset[b] + within) * elem, temp[s % 2] + within * elem, cnt, dtype, op);
+      reduce_into(dst, in + (layout.offset[b] + within) * elem, temp[s % 2] + k * stride, cnt, dtype, op);
       if (s + 1 < n - 1) ctx.send(right, key(s + 1, k), dst, cnt * elem);
       else on_owned(k, dst, cnt);
       if (s + 2 < n - 1) post_recv(s + 2, k);

@@ -1,0 +1,146 @@
+// Inputs and expected results of giant-ccl-bench, for every ccl dtype.
+//
+// Inputs are small integers, so every reduction is exact in any order and
+// results are checked with tolerance 0 (shared/reference/README.md); only
+// avg, a division, gets a rounding tolerance. The value depends on the rank,
+// so a block delivered from or to the wrong rank is counted as wrong.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "giant/ccl/types.h"
+
+namespace giant::bench {
+
+using ccl::DType;
+using ccl::ReduceOp;
+
+// Exact for the small integers stored here (truncates what half cannot hold).
+inline uint16_t float_to_half_exact(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  if ((bits & 0x7fffffff) == 0) return sign;
+  int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (exponent >= 31) return sign | 0x7c00;  // too large: infinity
+  if (exponent <= 0) return sign;            // too small for these inputs: zero
+  return sign | static_cast<uint16_t>(exponent << 10) | static_cast<uint16_t>(mantissa >> 13);
+}
+
+inline double half_to_double(uint16_t half) {
+  int exponent = (half >> 10) & 0x1f;
+  int mantissa = half & 0x3ff;
+  double magnitude;
+  if (exponent == 0) magnitude = std::ldexp(mantissa, -24);
+  else if (exponent == 31) magnitude = mantissa ? NAN : INFINITY;
+  else magnitude = std::ldexp(mantissa + 1024, exponent - 25);
+  return (half & 0x8000) ? -magnitude : magnitude;
+}
+
+inline uint16_t float_to_bf16_exact(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+inline double bf16_to_double(uint16_t bf16) {
+  uint32_t bits = static_cast<uint32_t>(bf16) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+inline void store_element(DType dtype, void* base, size_t index, double value) {
+  switch (dtype) {
+    case DType::f32: static_cast<float*>(base)[index] = static_cast<float>(value); break;
+    case DType::f64: static_cast<double*>(base)[index] = value; break;
+    case DType::f16: static_cast<uint16_t*>(base)[index] = float_to_half_exact(static_cast<float>(value)); break;
+    case DType::bf16: static_cast<uint16_t*>(base)[index] = float_to_bf16_exact(static_cast<float>(value)); break;
+    case DType::i32: static_cast<int32_t*>(base)[index] = static_cast<int32_t>(value); break;
+    case DType::i64: static_cast<int64_t*>(base)[index] = static_cast<int64_t>(value); break;
+    case DType::u8: static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(value); break;
+  }
+}
+
+inline double load_element(DType dtype, const void* base, size_t index) {
+  switch (dtype) {
+    case DType::f32: return static_cast<const float*>(base)[index];
+    case DType::f64: return static_cast<const double*>(base)[index];
+    case DType::f16: return half_to_double(static_cast<const uint16_t*>(base)[index]);
+    case DType::bf16: return bf16_to_double(static_cast<const uint16_t*>(base)[index]);
+    case DType::i32: return static_cast<const int32_t*>(base)[index];
+    case DType::i64: return static_cast<double>(static_cast<const int64_t*>(base)[index]);
+    case DType::u8: return static_cast<const uint8_t*>(base)[index];
+  }
+  return NAN;
+}
+
+// The input pattern: element `index` of `rank`'s buffer. Values are below 8
+// (sums stay below 8 * nproc, exact in bf16 up to 32 ranks, in u8 up to 32);
+// for prod they are 1 or 2, so products are powers of two (exact while the
+// dtype holds 2^nproc). The pattern repeats every 8 elements.
+class InputPattern {
+ public:
+  static constexpr size_t kPeriod = 8;
+
+  InputPattern(ReduceOp op, int nproc) : op_(op) {
+    for (size_t phase = 0; phase < kPeriod; ++phase) {
+      double sum = 0, prod = 1, low = INFINITY, high = -INFINITY;
+      for (int rank = 0; rank < nproc; ++rank) {
+        double v = value(rank, phase);
+        sum += v;
+        prod *= v;
+        low = std::fmin(low, v);
+        high = std::fmax(high, v);
+      }
+      switch (op) {
+        case ReduceOp::sum: reduced_[phase] = sum; break;
+        case ReduceOp::avg: reduced_[phase] = sum / nproc; break;
+        case ReduceOp::prod: reduced_[phase] = prod; break;
+        case ReduceOp::min: reduced_[phase] = low; break;
+        case ReduceOp::max: reduced_[phase] = high; break;
+      }
+    }
+  }
+
+  double value(int rank, size_t index) const {
+    size_t r = static_cast<size_t>(rank);
+    if (op_ == ReduceOp::prod) return 1.0 + static_cast<double>((index + r) & 1);
+    return static_cast<double>((index * 7 + r * 5) & 7);
+  }
+  // The reduction over all ranks of element `index`.
+  double reduced(size_t index) const { return reduced_[index % kPeriod]; }
+
+ private:
+  ReduceOp op_;
+  std::array<double, kPeriod> reduced_{};
+};
+
+// Counts mismatches. Exact comparison, except avg (a division the library may
+// do as a multiplication by 1/n): a few units in the last place of the dtype.
+class ElementChecker {
+ public:
+  ElementChecker(DType dtype, ReduceOp op) : dtype_(dtype) {
+    if (op == ReduceOp::avg) {
+      relative_tolerance_ = dtype == DType::f64   ? 1e-14
+                            : dtype == DType::f32 ? 1e-6
+                            : dtype == DType::f16 ? 4e-3
+                                                  : 3e-2;  // bf16
+    }
+  }
+  bool matches(const void* base, size_t index, double expected) const {
+    double got = load_element(dtype_, base, index);
+    if (relative_tolerance_ == 0) return got == expected;
+    return std::fabs(got - expected) <= relative_tolerance_ * std::fmax(1.0, std::fabs(expected));
+  }
+
+ private:
+  DType dtype_;
+  double relative_tolerance_ = 0;
+};
+
+}  // namespace giant::bench
