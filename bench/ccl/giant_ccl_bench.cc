@@ -405,8 +405,8 @@ int64_t run_size(RankContext& ctx, Collective c, const Layout& layout) {
     m.root = is_rooted(c) ? o.root : -1;
     m.iters = iters;
     m.wrong = total_wrong;
-    // ccl has one transport so far; name it per row so parsers need not guess.
-    m.transport = "tcp";
+    // Every pair uses the same transport so far; name it per row so parsers need not guess.
+    m.transport = ctx.comm.transport_to((ctx.rank + 1) % ctx.nproc);
     m.extra = {{"sockets", std::to_string(ctx.comm.config().sockets_per_peer)}};
     if (c == Collective::allreduce) {
       m.algorithm = ccl::algorithm_name(resolved_algorithm(ctx.comm.config(), o.algorithm, m.bytes));
@@ -462,8 +462,16 @@ int run_rank(int rank, const Options& o, const ccl::CommConfig& config, const st
 
   if (rank == 0) {
     const ccl::HostTopology& topology = comm->topology();
-    std::printf("# hosts=%d ranks_on_host0=%d transport=tcp (every peer pair) sockets_per_peer=%d\n",
-                topology.num_hosts(), topology.local_size, comm->config().sockets_per_peer);
+    std::printf("# hosts=%d ranks_on_host0=%d sockets_per_peer=%d\n", topology.num_hosts(), topology.local_size,
+                comm->config().sockets_per_peer);
+  }
+  // Every rank says which transport carries each of its peer pairs.
+  for (int peer = rank + 1; peer < o.nproc; ++peer) {
+    std::printf("# pair %d-%d transport=%s same_host=%d\n", rank, peer, comm->transport_to(peer).c_str(),
+                comm->topology().same_host(rank, peer) ? 1 : 0);
+  }
+  std::fflush(stdout);
+  if (rank == 0) {
   }
   int64_t wrong = 0;
   for (Collective c : o.collectives) {

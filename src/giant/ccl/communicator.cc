@@ -201,6 +201,11 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
                 name_ + "/split" + std::to_string(index) + "/color" + std::to_string(color));
 }
 
+std::string Communicator::transport_to(int peer) const {
+  GIANT_CHECK(peer >= 0 && peer < size_, "peer ", peer, " is not a rank of a communicator of size ", size_);
+  return peer == rank_ ? "self" : "tcp";
+}
+
 void Communicator::abort(const std::string& reason) { engine_->abort(reason); }
 
 bool Communicator::failed() const { return engine_->failed(); }

@@ -49,6 +49,9 @@ class Communicator {
   const std::string& name() const { return name_; }
   const HostTopology& topology() const { return topology_; }
   const CommConfig& config() const { return config_; }
+  // The transport that carries messages to `peer` ("tcp"; "self" for this
+  // rank), so benchmarks can say what they measured.
+  std::string transport_to(int peer) const;
 
   // Collective: ranks with the same color form a new communicator, ordered by
   // (key, rank). A negative color takes no part and gets nullptr.
