@@ -226,19 +226,17 @@ void Engine::main_loop() {
 
 void Engine::run_collective(CollectiveOp& op) {
   Deadline deadline = Deadline::after(timeout_or_default(op.timeout));
-  transport_->begin_collective(op.sequence, op.desc);
-  {
+  try {
+    transport_->begin_collective(op.sequence, op.desc);  // may find a mismatch already
     OpContext ctx(*this, op.sequence, op.desc, deadline);
-    try {
-      op.body(ctx);
-      ctx.wait_all();
-    } catch (...) {
-      // Unsettled requests point at the caller's buffers, which stay untouched
-      // once the Work reports the error.
-      transport_->drop_all();
-      op.work->finish(std::current_exception());
-      throw;
-    }
+    op.body(ctx);
+    ctx.wait_all();
+  } catch (...) {
+    // Unsettled requests point at the caller's buffers, which stay untouched
+    // once the Work reports the error.
+    transport_->drop_all();
+    running_work_ = op.work;  // fail() finishes it, after telling the peers
+    throw;
   }
   op.work->finish(nullptr);
 }
@@ -301,9 +299,44 @@ void Engine::progress_once(const Deadline& until) {
     for (int p = 0; p < size_; ++p) {
       if (poll_fds_[1 + p].revents) handle_control(p);
     }
-    transport_->handle(poll_fds_.data() + data_start, poll_fds_.size() - data_start);
+    try {
+      transport_->handle(poll_fds_.data() + data_start, poll_fds_.size() - data_start);
+    } catch (const CommError&) {
+      explain_fault();
+      throw;
+    }
   }
   absorb_submissions();
+}
+
+void Engine::explain_fault() {
+  // A peer that failed tells everyone why on its control socket and may then
+  // exit, resetting its sockets. Its report (the real culprit and reason) is
+  // worth more than the reset or the silence we saw, so give the reports
+  // already on their way a moment to arrive.
+  Deadline grace = Deadline::after(std::chrono::milliseconds(100));
+  std::vector<pollfd> fds;
+  std::vector<int> peers;
+  while (!grace.expired()) {
+    fds.clear();
+    peers.clear();
+    for (int p = 0; p < size_; ++p) {
+      if (p != rank_ && control_[p].valid()) {
+        fds.push_back({control_[p].get(), POLLIN, 0});
+        peers.push_back(p);
+      }
+    }
+    if (fds.empty() || ::poll(fds.data(), fds.size(), grace.remaining_ms(100)) <= 0) return;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      try {
+        handle_control(peers[i]);
+      } catch (const CommError& report) {
+        if (std::string(report.what()).find(" reports: ") != std::string::npos) throw;
+        // Another closed socket: keep listening to the rest.
+      }
+    }
+  }
 }
 
 void Engine::handle_control(int peer) {
@@ -313,7 +346,9 @@ void Engine::handle_control(int peer) {
   if (n <= 0) {
     control_[peer].reset();
     if (departed_[peer]) return;
-    throw CommError(peer, rank_name(peer) + " closed its connections unexpectedly (did the process die?)");
+    CommError death(peer, rank_name(peer) + " closed its connections unexpectedly (did the process die?)");
+    explain_fault();
+    throw death;
   }
   try {
     net::recv_all(control_[peer].get(), &h, sizeof h, control_io_deadline());
@@ -452,14 +487,19 @@ void Engine::fail(std::exception_ptr error) {
   }
   adopted = reason.find(" reports: ") != std::string::npos;
   GIANT_LOG(debug) << "communicator failed: " << reason;
+  // Tell the peers before waking any waiter: a woken caller may exit at once,
+  // and the peers would then see only a reset instead of the reason.
+  if (!adopted) {  // an adopted report was sent to everyone by its author
+    for (int p = 0; p < size_; ++p) {
+      if (p != rank_ && !departed_[p]) send_control(p, ControlType::abort, 0, culprit, kind, reason);
+    }
+  }
+  if (running_work_) running_work_->finish(error);
+  running_work_.reset();
   for (auto& op : queued) op->work->finish(error);
   for (auto& op : submitted) op->work->finish(error);
   for (auto& op : p2p_in_flight_) op->work->finish(error);
   p2p_in_flight_.clear();
-  if (adopted) return;  // the peer that reported it has told everyone already
-  for (int p = 0; p < size_; ++p) {
-    if (p != rank_ && !departed_[p]) send_control(p, ControlType::abort, 0, culprit, kind, reason);
-  }
 }
 
 }  // namespace giant::ccl::detail

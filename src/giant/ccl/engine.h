@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "giant/base/error.h"
 #include "giant/base/timer.h"
 #include "giant/ccl/config.h"
 #include "giant/ccl/tcp_transport.h"
@@ -97,6 +98,9 @@ class Engine {
   void progress_once(const Deadline& until);
   void absorb_submissions();
   void handle_control(int peer);
+  // Before blaming a peer for a broken or closed socket, waits briefly for a
+  // report from any peer on the control sockets and throws it if one comes.
+  void explain_fault();
   void finish_p2p();
   [[noreturn]] void raise_timeout(const std::string& what, std::vector<int> waited_on);
   std::vector<int> unresponsive_peers(std::chrono::milliseconds window);
@@ -121,6 +125,7 @@ class Engine {
   std::vector<pollfd> poll_fds_;
   std::vector<char> scratch_[3];
   std::vector<std::unique_ptr<P2POp>> p2p_in_flight_;
+  std::shared_ptr<WorkState> running_work_;  // the collective that failed, until fail() ends it
 
   // Shared with issuing threads, under mutex_.
   mutable std::mutex mutex_;
