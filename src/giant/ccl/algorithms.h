@@ -4,12 +4,18 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "giant/ccl/engine.h"
 #include "giant/ccl/types.h"
 
 namespace giant::ccl::detail {
+
+// memmove that accepts empty (possibly null) ranges and skips copying onto itself.
+inline void move_bytes(void* dst, const void* src, size_t nbytes) {
+  if (nbytes > 0 && dst != src) std::memmove(dst, src, nbytes);
+}
 
 // Element offsets and counts of the blocks a buffer is cut into, one per rank.
 struct BlockLayout {

@@ -83,9 +83,7 @@ Work submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& optio
   return comm.engine().submit(std::move(op));
 }
 
-void copy_if_distinct(void* out, const void* in, size_t nbytes) {
-  if (out != in && nbytes > 0) std::memmove(out, in, nbytes);
-}
+void copy_if_distinct(void* out, const void* in, size_t nbytes) { detail::move_bytes(out, in, nbytes); }
 
 }  // namespace
 

@@ -18,7 +18,7 @@ void alltoallv_pairwise(OpContext& ctx, const char* in, const std::vector<size_t
   // In place, the blocks we send would be overwritten by those we receive.
   if (in < out + out_total && out < in + in_total) {
     char* copy = ctx.scratch(0, in_total);
-    std::memcpy(copy, in, in_total);
+    move_bytes(copy, in, in_total);
     in = copy;
   }
   // Step i pairs r with r+i and r-i, so every link carries one message at a time.
@@ -30,7 +30,7 @@ void alltoallv_pairwise(OpContext& ctx, const char* in, const std::vector<size_t
     int to = (r + i) % n;
     ctx.send(to, 0, in + send_off[to], send_bytes[to]);
   }
-  std::memcpy(out + recv_off[r], in + send_off[r], recv_bytes[r]);
+  move_bytes(out + recv_off[r], in + send_off[r], recv_bytes[r]);
   ctx.wait_all();
 }
 
@@ -41,7 +41,7 @@ void gather_direct(OpContext& ctx, const char* in, char* out, size_t nbytes, int
     return;
   }
   // Own block first: in place, the input sits where other blocks will land.
-  if (in != out + r * nbytes) std::memmove(out + r * nbytes, in, nbytes);
+  move_bytes(out + r * nbytes, in, nbytes);
   for (int i = 0; i < n; ++i) {
     if (i != r) ctx.recv(i, 0, out + i * nbytes, nbytes);
   }
@@ -58,7 +58,7 @@ void scatter_direct(OpContext& ctx, const char* in, char* out, size_t nbytes, in
     if (i != r) ctx.send(i, 0, in + i * nbytes, nbytes);
   }
   ctx.wait_all();  // in place, our block may land on blocks being sent
-  if (out != in + r * nbytes) std::memmove(out, in + r * nbytes, nbytes);
+  move_bytes(out, in + r * nbytes, nbytes);
 }
 
 void barrier_dissemination(OpContext& ctx) {

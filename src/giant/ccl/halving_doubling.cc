@@ -20,7 +20,7 @@ void allreduce_halving_doubling(OpContext& ctx, const char* in, char* out, size_
   while ((1 << levels) < p) ++levels;
   const uint64_t fold_step = 0, unfold_step = 2 * levels + 1;
 
-  if (in != out) std::memcpy(out, in, nbytes);
+  move_bytes(out, in, nbytes);
   char* temp = ctx.scratch(0, nbytes);
 
   int vrank;

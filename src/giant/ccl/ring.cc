@@ -188,13 +188,13 @@ void reduce_scatter_ring(OpContext& ctx, const char* in, char* out, size_t count
         if (op == ReduceOp::avg) finish_average(data, cnt, dtype, n);
       });
   ctx.wait_all();
-  if (!direct) std::memmove(out, own, count * elem);
+  if (!direct) move_bytes(out, own, count * elem);
 }
 
 void allgather_ring(OpContext& ctx, const char* in, char* out, const BlockLayout& layout, size_t elem) {
   const int r = ctx.rank();
   char* mine = out + layout.offset[r] * elem;
-  if (in != mine) std::memmove(mine, in, layout.count[r] * elem);
+  move_bytes(mine, in, layout.count[r] * elem);
   Segments seg(layout.max_count() * elem, ctx.config().segment_bytes);
   RingAllgather gather(ctx, out, layout, elem, seg, 0);
   gather.post_receives();
@@ -208,7 +208,7 @@ void broadcast_chain(OpContext& ctx, const char* in, char* out, size_t nbytes, i
   Segments seg(nbytes, ctx.config().segment_bytes);
   if (pos == 0) {
     for (int k = 0; k < seg.per_block; ++k) ctx.send(next, k, in + seg.offset(nbytes, k), seg.count(nbytes, k));
-    if (in != out) std::memcpy(out, in, nbytes);
+    move_bytes(out, in, nbytes);
     return;
   }
   std::vector<Request*> recvs;

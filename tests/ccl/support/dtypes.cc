@@ -109,7 +109,9 @@ void Buffer::fill(const std::function<double(size_t)>& value_at) {
   for (size_t i = 0; i < count_; ++i) set(i, value_at(i));
 }
 
-void Buffer::fill_bytes(uint8_t byte) { std::memset(bytes_.data(), byte, bytes_.size()); }
+void Buffer::fill_bytes(uint8_t byte) {
+  if (!bytes_.empty()) std::memset(bytes_.data(), byte, bytes_.size());
+}
 
 double ulp(DType dtype, double value) {
   int precision = 0;  // significand bits, the implicit one included

@@ -192,7 +192,7 @@ void check_broadcast(Communicator& comm, const CollectivePlan& plan, Findings& f
       options.input = rank == root ? input.data() : nullptr;  // read on the root only
       options.output = output.data();
       if (in_place) {
-        if (rank == root) std::memcpy(output.data(), input.data(), input.nbytes());
+        if (rank == root && input.nbytes() > 0) std::memcpy(output.data(), input.data(), input.nbytes());
         options.input = output.data();
       }
       options.count = count;
@@ -219,7 +219,7 @@ void check_gather(Communicator& comm, const CollectivePlan& plan, Findings& find
       options.input = input.data();
       options.output = rank == root ? output.data() : nullptr;  // written on the root only
       if (in_place && rank == root) {
-        std::memcpy(output.at(root * count), input.data(), input.nbytes());
+        if (input.nbytes() > 0) std::memcpy(output.at(root * count), input.data(), input.nbytes());
         options.input = output.at(root * count);
       }
       options.count = count;

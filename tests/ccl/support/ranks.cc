@@ -155,11 +155,17 @@ std::string key_path(const std::string& directory, int rank, const std::string& 
   return directory + "/rank" + std::to_string(rank) + ".key." + key;
 }
 
-[[noreturn]] void run_child(ProcessContext context, const ProcessBody& body, StoreKind kind, int port,
+[[noreturn]] void run_child(ProcessContext context, const ProcessBody& body, StoreKind kind, int port_pipe,
                             const std::string& secret, pid_t parent, int alarm_seconds) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test process
   if (::getppid() != parent) ::_exit(96);
   ::alarm(static_cast<unsigned>(alarm_seconds));  // nor the group's deadline
+  // The parent starts its store server only after forking every rank: a fork
+  // while server threads run can leave a child with a lock held for ever
+  // (seen with AddressSanitizer's allocator).
+  int port = 0;
+  if (::read(port_pipe, &port, sizeof port) != static_cast<ssize_t>(sizeof port)) ::_exit(97);
+  ::close(port_pipe);
   int code = 0;
   try {
     if (kind == StoreKind::tcp) {
@@ -212,33 +218,50 @@ ProcessGroup::ProcessGroup(int size, ProcessBody body, ProcessOptions options)
     : size_(size), options_(options), deadline_(Deadline::after(options.deadline)) {
   directory_ = make_temp_directory();
   const std::string secret = "giant-test-secret-" + std::to_string(::getpid());
-  int port = 0;
-  if (options.store == StoreKind::tcp) {
-    server_ = std::make_unique<TcpStoreServer>("127.0.0.1", 0, secret);
-    port = server_->port();
-  } else {
-    ::mkdir((directory_ + "/store").c_str(), 0700);
-  }
+  if (options.store == StoreKind::file) ::mkdir((directory_ + "/store").c_str(), 0700);
   exits_.resize(size);
   const pid_t parent = ::getpid();
   const int alarm_seconds =
       static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(options.deadline).count()) + 10;
+  std::vector<int> port_pipes;
   for (int rank = 0; rank < size; ++rank) {
     exits_[rank].rank = rank;
+    int pipe_fds[2] = {-1, -1};
+    if (::pipe(pipe_fds) != 0) {
+      ADD_FAILURE() << "pipe failed: " << std::strerror(errno);
+      exits_[rank].ended = true;
+      pids_.push_back(-1);
+      continue;
+    }
     std::fflush(nullptr);  // or the child would print the parent's buffered output again
     pid_t pid = ::fork();
     if (pid == 0) {
+      ::close(pipe_fds[1]);
+      for (int fd : port_pipes) ::close(fd);
       ProcessContext context;
       context.rank = rank;
       context.size = size;
       context.directory = directory_;
-      run_child(std::move(context), body, options.store, port, secret, parent, alarm_seconds);
+      run_child(std::move(context), body, options.store, pipe_fds[0], secret, parent, alarm_seconds);
     }
+    ::close(pipe_fds[0]);
+    port_pipes.push_back(pipe_fds[1]);
     if (pid < 0) {
       ADD_FAILURE() << "fork failed: " << std::strerror(errno);
       exits_[rank].ended = true;
     }
     pids_.push_back(pid);
+  }
+  int port = 0;
+  ::signal(SIGPIPE, SIG_IGN);  // a rank that died early must not take the test process with it
+  if (options.store == StoreKind::tcp) {
+    server_ = std::make_unique<TcpStoreServer>("127.0.0.1", 0, secret);
+    port = server_->port();
+  }
+  for (int fd : port_pipes) {
+    ssize_t written = ::write(fd, &port, sizeof port);
+    (void)written;  // a rank that is already gone reports itself through its exit
+    ::close(fd);
   }
 }
 
