@@ -21,6 +21,9 @@ Deadline control_io_deadline() { return Deadline::after(std::chrono::seconds(1))
 
 std::string rank_name(int peer) { return "rank " + std::to_string(peer); }
 
+// Errors adopted from a peer's abort message read "rank P reports: ...".
+bool is_report(const std::exception& e) { return std::string(e.what()).find(" reports: ") != std::string::npos; }
+
 }  // namespace
 
 // ---------------------------------------------------------------- OpContext
@@ -219,9 +222,24 @@ void Engine::main_loop() {
         send_control(p, ControlType::goodbye, 0, -1, FailureKind::comm, "");
       }
     }
+  } catch (const TimeoutError&) {
+    fail(std::current_exception());
+  } catch (const CommError& e) {
+    // A fault seen here first may be the echo of a peer's failure: prefer its report.
+    bool first_hand = e.peer() != rank_ && !is_report(e);
+    fail(first_hand ? explained(std::current_exception()) : std::current_exception());
   } catch (...) {
     fail(std::current_exception());
   }
+}
+
+std::exception_ptr Engine::explained(std::exception_ptr fault) {
+  try {
+    explain_fault();
+  } catch (...) {
+    return std::current_exception();  // the report of the peer that saw it first
+  }
+  return fault;
 }
 
 void Engine::run_collective(CollectiveOp& op) {
@@ -299,12 +317,7 @@ void Engine::progress_once(const Deadline& until) {
     for (int p = 0; p < size_; ++p) {
       if (poll_fds_[1 + p].revents) handle_control(p);
     }
-    try {
-      transport_->handle(poll_fds_.data() + data_start, poll_fds_.size() - data_start);
-    } catch (const CommError&) {
-      explain_fault();
-      throw;
-    }
+    transport_->handle(poll_fds_.data() + data_start, poll_fds_.size() - data_start);
   }
   absorb_submissions();
 }
@@ -332,7 +345,7 @@ void Engine::explain_fault() {
       try {
         handle_control(peers[i]);
       } catch (const CommError& report) {
-        if (std::string(report.what()).find(" reports: ") != std::string::npos) throw;
+        if (is_report(report)) throw;
         // Another closed socket: keep listening to the rest.
       }
     }
@@ -346,9 +359,7 @@ void Engine::handle_control(int peer) {
   if (n <= 0) {
     control_[peer].reset();
     if (departed_[peer]) return;
-    CommError death(peer, rank_name(peer) + " closed its connections unexpectedly (did the process die?)");
-    explain_fault();
-    throw death;
+    throw CommError(peer, rank_name(peer) + " closed its connections unexpectedly (did the process die?)");
   }
   try {
     net::recv_all(control_[peer].get(), &h, sizeof h, control_io_deadline());
@@ -485,7 +496,7 @@ void Engine::fail(std::exception_ptr error) {
     reason = e.what();
   } catch (...) {
   }
-  adopted = reason.find(" reports: ") != std::string::npos;
+  adopted = reason.find(" reports: ") != std::string::npos;  // as is_report()
   GIANT_LOG(debug) << "communicator failed: " << reason;
   // Tell the peers before waking any waiter: a woken caller may exit at once,
   // and the peers would then see only a reset instead of the reason.

@@ -101,6 +101,8 @@ class Engine {
   // Before blaming a peer for a broken or closed socket, waits briefly for a
   // report from any peer on the control sockets and throws it if one comes.
   void explain_fault();
+  // The report explain_fault() finds, else `fault` itself.
+  std::exception_ptr explained(std::exception_ptr fault);
   void finish_p2p();
   [[noreturn]] void raise_timeout(const std::string& what, std::vector<int> waited_on);
   std::vector<int> unresponsive_peers(std::chrono::milliseconds window);

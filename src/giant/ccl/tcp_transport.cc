@@ -315,9 +315,11 @@ void TcpTransport::drop_all() {
     s.out.clear();
     s.in_request = nullptr;
     s.in_stash = nullptr;
-    if (s.open && (s.in_payload || s.in_header_bytes > 0)) {  // mid-frame: the stream can't be resumed
+    if (s.open && (s.in_payload || s.in_header_bytes > 0)) {
+      // Mid-frame: the stream cannot be resumed, so stop reading it. The
+      // socket itself stays open: closing it with unread data would reset the
+      // connection before the engine has told the peer why.
       s.open = false;
-      s.fd.reset();
       --peers_[s.peer].open_sockets;
     }
   }
