@@ -213,17 +213,23 @@ std::optional<std::string> Environment::get(const std::string& name) const {
   return it->second;
 }
 
+// Rank, world size, local rank and local world size from one launcher's
+// four variables (the local ones optional).
+void read_ranks(const Environment& env, const std::string& rank_var, const std::string& size_var,
+                const std::string& local_rank_var, const std::string& local_size_var, BootstrapInfo* info) {
+  info->rank = int_var(env, rank_var, std::nullopt, "needed to know this process's rank");
+  info->world_size = int_var(env, size_var, std::nullopt, rank_var + " is set");
+  info->local_rank = int_var(env, local_rank_var, 0, "");
+  info->local_world_size = int_var(env, local_size_var, 1, "");
+  check_ranks(*info, rank_var, size_var, local_rank_var, local_size_var);
+}
+
 BootstrapInfo resolve_bootstrap(const Environment& env) {
   BootstrapInfo info;
-  const char* why_rank = "needed to know this process's rank";
   if (non_empty(env, "GIANT_RANK")) {
     // Set by `giant launch`, which also serves the store.
     info.source = "giant";
-    info.rank = int_var(env, "GIANT_RANK", std::nullopt, why_rank);
-    info.world_size = int_var(env, "GIANT_WORLD_SIZE", std::nullopt, "GIANT_RANK is set");
-    info.local_rank = int_var(env, "GIANT_LOCAL_RANK", 0, "");
-    info.local_world_size = int_var(env, "GIANT_LOCAL_WORLD_SIZE", 1, "");
-    check_ranks(info, "GIANT_RANK", "GIANT_WORLD_SIZE", "GIANT_LOCAL_RANK", "GIANT_LOCAL_WORLD_SIZE");
+    read_ranks(env, "GIANT_RANK", "GIANT_WORLD_SIZE", "GIANT_LOCAL_RANK", "GIANT_LOCAL_WORLD_SIZE", &info);
     if (info.world_size > 1) {
       parse_host_port("GIANT_STORE_ADDR",
                       require(env, "GIANT_STORE_ADDR", "the launcher's store, as host:port"), &info);
@@ -231,16 +237,12 @@ BootstrapInfo resolve_bootstrap(const Environment& env) {
     info.rank0_serves_store = false;
   } else if (non_empty(env, "RANK") && non_empty(env, "WORLD_SIZE")) {
     info.source = "torchrun";
-    info.rank = int_var(env, "RANK", std::nullopt, why_rank);
-    info.world_size = int_var(env, "WORLD_SIZE", std::nullopt, "RANK is set");
-    info.local_rank = int_var(env, "LOCAL_RANK", 0, "");
-    info.local_world_size = int_var(env, "LOCAL_WORLD_SIZE", 1, "");
-    check_ranks(info, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
+    read_ranks(env, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", &info);
     if (info.world_size > 1) resolve_store_address(env, "MASTER_ADDR", std::nullopt, 0, &info);
     info.rank0_serves_store = true;
   } else if (non_empty(env, "SLURM_PROCID")) {
     info.source = "slurm";
-    info.rank = int_var(env, "SLURM_PROCID", std::nullopt, why_rank);
+    info.rank = int_var(env, "SLURM_PROCID", std::nullopt, "needed to know this process's rank");
     std::string size_var = non_empty(env, "SLURM_NTASKS") || !non_empty(env, "SLURM_NPROCS") ? "SLURM_NTASKS"
                                                                                              : "SLURM_NPROCS";
     info.world_size = int_var(env, size_var, std::nullopt, "SLURM_PROCID is set");
@@ -268,12 +270,8 @@ BootstrapInfo resolve_bootstrap(const Environment& env) {
     info.rank0_serves_store = true;
   } else if (non_empty(env, "OMPI_COMM_WORLD_RANK")) {
     info.source = "openmpi";
-    info.rank = int_var(env, "OMPI_COMM_WORLD_RANK", std::nullopt, why_rank);
-    info.world_size = int_var(env, "OMPI_COMM_WORLD_SIZE", std::nullopt, "OMPI_COMM_WORLD_RANK is set");
-    info.local_rank = int_var(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0, "");
-    info.local_world_size = int_var(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, "");
-    check_ranks(info, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                "OMPI_COMM_WORLD_LOCAL_SIZE");
+    read_ranks(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+               "OMPI_COMM_WORLD_LOCAL_SIZE", &info);
     if (info.world_size > 1) resolve_store_address(env, "GIANT_STORE_ADDR", std::nullopt, 0, &info);
     info.rank0_serves_store = true;
   } else {
