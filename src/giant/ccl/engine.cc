@@ -22,7 +22,8 @@ Deadline control_io_deadline() { return Deadline::after(std::chrono::seconds(1))
 std::string rank_name(int peer) { return "rank " + std::to_string(peer); }
 
 // Errors adopted from a peer's abort message read "rank P reports: ...".
-bool is_report(const std::exception& e) { return std::string(e.what()).find(" reports: ") != std::string::npos; }
+bool is_report_text(const std::string& what) { return what.find(" reports: ") != std::string::npos; }
+bool is_report(const std::exception& e) { return is_report_text(e.what()); }
 
 }  // namespace
 
@@ -481,7 +482,6 @@ void Engine::fail(std::exception_ptr error) {
   int culprit = -1;
   FailureKind kind = FailureKind::comm;
   std::string reason = "unknown error";
-  bool adopted = false;
   try {
     std::rethrow_exception(error);
   } catch (const TimeoutError& e) {
@@ -496,7 +496,7 @@ void Engine::fail(std::exception_ptr error) {
     reason = e.what();
   } catch (...) {
   }
-  adopted = reason.find(" reports: ") != std::string::npos;  // as is_report()
+  const bool adopted = is_report_text(reason);
   GIANT_LOG(debug) << "communicator failed: " << reason;
   // Tell the peers before waking any waiter: a woken caller may exit at once,
   // and the peers would then see only a reset instead of the reason.

@@ -102,21 +102,21 @@ void TcpTransport::post_recv(Request* r) {
                                    std::to_string(st->second->total) + " (" + r->desc.describe() + ")");
     }
     if (st->second->got == st->second->total) {
-      complete_from_stash(peer, r, *st->second);
+      complete_from_stash(r, *st->second);
       peer.stashed.erase(st);
     } else {
       st->second->waiter = r;  // the rest of it is still arriving
     }
     return;
   }
-  if (peer.closed) {
+  if (peer.open_sockets == 0) {
     throw CommError(r->peer, rank_name(r->peer) + (peer.departed ? " has shut down its communicator"
                                                                   : " closed its connections"));
   }
   peer.posted[r->key] = r;
 }
 
-void TcpTransport::complete_from_stash(Peer& peer, Request* r, Stash& stash) {
+void TcpTransport::complete_from_stash(Request* r, const Stash& stash) {
   if (r->nbytes > 0) std::memcpy(r->data, stash.data.get(), r->nbytes);
   r->done_bytes = r->nbytes;
   r->complete = true;
@@ -188,12 +188,10 @@ void TcpTransport::read_ready(Socket& s) {
       // message that can no longer arrive, makes that a fault.
       bool mid_frame = s.in_payload || s.in_header_bytes > 0;
       if (mid_frame) peer_closed(s, "closed the connection in the middle of a message");
-      s.open = false;
-      s.fd.reset();
-      Peer& peer = peers_[s.peer];
-      if (--peer.open_sockets == 0) {
-        peer.closed = true;
-        if (!peer.posted.empty() || peer.pending_sends > 0) peer_closed(s, "closed the connection");
+      close_socket(s);
+      const Peer& peer = peers_[s.peer];
+      if (peer.open_sockets == 0 && (!peer.posted.empty() || peer.pending_sends > 0)) {
+        peer_closed(s, "closed the connection");
       }
       return;
     }
@@ -275,7 +273,7 @@ void TcpTransport::finish_frame(Socket& s) {
     Stash* st = s.in_stash;
     st->got += s.in_frame_bytes;
     if (st->got == st->total && st->waiter != nullptr) {
-      complete_from_stash(peer, st->waiter, *st);
+      complete_from_stash(st->waiter, *st);
       peer.stashed.erase(key);
     }
   }
@@ -285,29 +283,19 @@ void TcpTransport::finish_frame(Socket& s) {
   s.in_stash = nullptr;
 }
 
+void TcpTransport::close_socket(Socket& s) {
+  if (!s.open) return;
+  s.open = false;
+  s.fd.reset();
+  --peers_[s.peer].open_sockets;
+}
+
 void TcpTransport::peer_closed(Socket& s, const std::string& why) {
   int peer = s.peer;
-  if (s.open) {
-    s.open = false;
-    s.fd.reset();
-    --peers_[peer].open_sockets;
-  }
-  peers_[peer].closed = true;
+  close_socket(s);
   std::string detail = peers_[peer].departed ? " after shutting down its communicator"
                                              : " (did the process die?)";
   throw CommError(peer, rank_name(peer) + " " + why + detail);
-}
-
-bool TcpTransport::waiting_on(int peer) const {
-  return !peers_[peer].posted.empty() || peers_[peer].pending_sends > 0;
-}
-
-std::vector<int> TcpTransport::peers_waited_on() const {
-  std::vector<int> out;
-  for (size_t p = 0; p < peers_.size(); ++p) {
-    if (waiting_on(static_cast<int>(p))) out.push_back(static_cast<int>(p));
-  }
-  return out;
 }
 
 void TcpTransport::drop_all() {

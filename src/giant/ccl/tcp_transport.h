@@ -51,9 +51,6 @@ class TcpTransport {
   void add_poll_fds(std::vector<pollfd>& fds);
   void handle(const pollfd* fds, size_t count);
 
-  // Whether requests are outstanding with the peer (for naming culprits).
-  bool waiting_on(int peer) const;
-  std::vector<int> peers_waited_on() const;
   // Forgets every request (they point into user buffers) after a failure.
   void drop_all();
   // A peer that said goodbye may close its sockets without it being a fault.
@@ -93,9 +90,8 @@ class TcpTransport {
     std::unordered_map<MessageKey, Request*, MessageKeyHash> posted;
     std::unordered_map<MessageKey, std::unique_ptr<Stash>, MessageKeyHash> stashed;
     int pending_sends = 0;
-    int open_sockets = 0;
+    int open_sockets = 0;  // none left: the peer has closed its end
     bool departed = false;
-    bool closed = false;
     size_t next_socket = 0;
   };
 
@@ -103,9 +99,10 @@ class TcpTransport {
   void read_ready(Socket& s);
   void start_frame(Socket& s);
   void finish_frame(Socket& s);
-  void complete_from_stash(Peer& peer, Request* request, Stash& stash);
+  static void complete_from_stash(Request* request, const Stash& stash);
   void check_descriptor(int peer, const MessageKey& key, const OpDescriptor& got,
                         const OpDescriptor& expected) const;
+  void close_socket(Socket& s);
   [[noreturn]] void peer_closed(Socket& s, const std::string& why);
 
   int rank_;
