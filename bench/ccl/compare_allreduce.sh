@@ -8,7 +8,7 @@
 #
 # usage: bench/ccl/compare_allreduce.sh [BUILD_DIR] [--reps 5] [--bytes 64MiB]
 #                                       [--nprocs "2 4"] [--iters 5] [--warmup 2]
-#                                       [-- EXTRA giant-ccl-bench FLAGS]
+#                                       [-- EXTRA `giant bench ccl` FLAGS]
 # The last line reads: summary ... ratio_n2=... ratio_n4=...
 # Exits non-zero if a run fails or reports wrong results.
 set -euo pipefail
@@ -34,7 +34,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-giant_bin=$build_dir/bench/ccl/giant-ccl-bench
+giant_bin=$build_dir/bin/giant
 gloo_bin=$build_dir/bench/ccl/gloo-allreduce-bench
 for bin in "$giant_bin" "$gloo_bin"; do
   [[ -x $bin ]] || { echo "compare_allreduce.sh: $bin is missing (build it first)" >&2; exit 2; }
@@ -45,7 +45,7 @@ giant_flags=(--collectives allreduce --bytes "$bytes" --dtype f32 --op sum --ite
              --warmup "$warmup" "${extra_giant_flags[@]}")
 gloo_flags=(--bytes "$bytes" --iters "$iters" --warmup "$warmup")
 echo "# compare_allreduce: reps=$reps nprocs=($nprocs) bytes=$bytes host=$(hostname) cores=$(nproc)"
-echo "# giant: $giant_bin --nproc N ${giant_flags[*]}"
+echo "# giant: $giant_bin bench ccl --nproc N ${giant_flags[*]}"
 echo "# gloo:  $gloo_bin --nproc N ${gloo_flags[*]}  (AllreduceRingChunked<float>, tcp 127.0.0.1)"
 
 results=$(mktemp)
@@ -55,8 +55,8 @@ trap 'rm -f "$results"' EXIT
 run_one() {
   local peer=$1 n=$2 rep=$3 output line busbw wrong
   if [[ $peer == giant ]]; then
-    output=$("$giant_bin" --nproc "$n" "${giant_flags[@]}" 2>&1) || {
-      echo "$output" >&2; echo "compare_allreduce.sh: giant-ccl-bench failed at n=$n" >&2; exit 1; }
+    output=$("$giant_bin" bench ccl --nproc "$n" "${giant_flags[@]}" 2>&1) || {
+      echo "$output" >&2; echo "compare_allreduce.sh: giant bench ccl failed at n=$n" >&2; exit 1; }
     line=$(grep '^bench=ccl ' <<<"$output" | tail -n 1)
     grep '^bench=limit ' <<<"$output" | sed "s/^/# rep=$rep n=$n /"
   else

@@ -1,5 +1,7 @@
 #include "giant/base/tunables.h"
 
+#include <charconv>
+
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
@@ -125,11 +127,38 @@ TunableSource Tunables::source(const std::string& name) const {
   return it->second.source;
 }
 
+TunableKind Tunables::kind(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(name, "unknown tunable");
+  return it->second.kind;
+}
+const std::string& Tunables::help(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(name, "unknown tunable");
+  return it->second.help;
+}
+std::vector<std::string> Tunables::names() const {
+  std::vector<std::string> out;
+  for (const auto& kv : entries_) out.push_back(kv.first);
+  return out;
+}
+std::string Tunables::value_text(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(name, "unknown tunable");
+  return render(it->second);
+}
+
 std::string Tunables::render(const Entry& e) {
   std::ostringstream out;
   switch (e.kind) {
     case TunableKind::integer: out << e.integer; break;
-    case TunableKind::real: out << e.real; break;
+    case TunableKind::real: {
+      // Shortest text that reads back as the same double.
+      char buffer[32];
+      auto end = std::to_chars(buffer, buffer + sizeof buffer, e.real).ptr;
+      out << std::string(buffer, end);
+      break;
+    }
     case TunableKind::boolean: out << (e.boolean ? "true" : "false"); break;
     case TunableKind::string: out << '"' << e.text << '"'; break;
     case TunableKind::bytes: out << format_bytes(static_cast<double>(e.integer)); break;

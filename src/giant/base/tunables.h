@@ -39,6 +39,11 @@ class Tunables {
   bool get_bool(const std::string& name) const;
   const std::string& get_string(const std::string& name) const;
   TunableSource source(const std::string& name) const;
+  TunableKind kind(const std::string& name) const;
+  const std::string& help(const std::string& name) const;
+  std::vector<std::string> names() const;  // sorted
+  // The value as describe() shows it (strings quoted, bytes and seconds with units).
+  std::string value_text(const std::string& name) const;
 
   // "name = value (source)  # help", one line each, sorted by name.
   std::string describe() const;

@@ -1,4 +1,4 @@
-// giant-ccl-bench: bandwidth and correctness of ccl's collectives, in the
+// `giant bench ccl`: bandwidth and correctness of ccl's collectives, in the
 // style of nccl-tests. The parent serves a TcpStore on 127.0.0.1 and forks one
 // process per rank; every rank runs each collective at each size (warmup,
 // then timed iterations, each waited for before the next), and rank 0 prints
@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "ccl_bench.h"
+
 #include "bench_common.h"
 #include "element_values.h"
 #include "giant/base/tunables.h"
@@ -40,7 +42,7 @@ using ccl::Algorithm;
 using ccl::Communicator;
 
 constexpr const char* kUsage =
-    "usage: giant-ccl-bench [--nproc 4] [--collectives all | allreduce,reduce_scatter,...]\n"
+    "usage: giant bench ccl [--nproc 4] [--collectives all | allreduce,reduce_scatter,...]\n"
     "         [--min-bytes 8] [--max-bytes 256MiB] [--step-factor 2] [--bytes SIZE]\n"
     "         [--dtype f32] [--op sum] [--root 0] [--algorithm automatic|ring|halving_doubling]\n"
     "         [--iters N] [--warmup 2] [--budget 0.2s] [--max-iters 100] [--repeat 1]\n"
@@ -523,11 +525,11 @@ ccl::CommConfig make_config(const Options& o) {
   return ccl::CommConfig::from_tunables(tunables);
 }
 
-int main_impl(int argc, char** argv) {
+int run(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
   std::string collectives;
   for (Collective c : o.collectives) collectives += (collectives.empty() ? "" : ",") + std::string(collective_name(c));
-  std::printf("# giant-ccl-bench nproc=%d collectives=%s bytes=%lld..%lld step_factor=%d dtype=%s op=%s "
+  std::printf("# giant bench ccl nproc=%d collectives=%s bytes=%lld..%lld step_factor=%d dtype=%s op=%s "
               "root=%d algorithm=%s warmup=%d repeat=%d\n",
               o.nproc, collectives.c_str(), static_cast<long long>(o.min_bytes),
               static_cast<long long>(o.max_bytes), o.step_factor, ccl::dtype_name(o.dtype),
@@ -571,7 +573,7 @@ int main_impl(int argc, char** argv) {
   const int port = server->port();
   for (auto& p : pipes) {
     if (write(p[1], &port, sizeof port) != static_cast<ssize_t>(sizeof port))
-      std::fprintf(stderr, "giant-ccl-bench: could not pass the store port to a rank\n");
+      std::fprintf(stderr, "giant bench ccl: could not pass the store port to a rank\n");
     close(p[1]);
   }
   // A rank that fails makes the others fail within twice the timeout (ccl
@@ -582,13 +584,14 @@ int main_impl(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace giant::bench
 
-int main(int argc, char** argv) {
+int run_ccl_bench(int argc, char** argv) {
   try {
-    return giant::bench::main_impl(argc, argv);
+    return run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "giant-ccl-bench: %s\n", e.what());
+    std::fprintf(stderr, "giant bench ccl: %s\n", e.what());
     return 2;
   }
 }
+
+}  // namespace giant::bench

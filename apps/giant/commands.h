@@ -1,0 +1,13 @@
+// The giant command's subcommands. Each takes the arguments after its name
+// and returns the process's exit status (0 ok, 1 failed, 2 bad usage or config).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace giant::app {
+
+int train_command(const std::vector<std::string>& args);
+int plan_command(const std::vector<std::string>& args);
+
+}  // namespace giant::app

@@ -1,0 +1,84 @@
+// giant train [CONFIG.toml] [--set key=value ...]
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "giant/base/error.h"
+#include "giant/base/tunables.h"
+#include "giant/ccl/bootstrap.h"
+#include "giant/train/run_config.h"
+#include "giant/train/trainer.h"
+
+namespace giant::app {
+
+int train_command(const std::vector<std::string>& args) {
+  CLI::App cli("Train a GPT. Keys: built-in defaults < CONFIG.toml < GIANT_<KEY> environment < --set.",
+               "giant train");
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool print_config = false;
+  cli.add_option("config", config_path, "TOML file of model.*, parallel.*, train.*, data.* keys");
+  cli.add_option("--set", overrides, "key=value, the value read as TOML (repeatable)")->take_all();
+  cli.add_flag("--print-config", print_config, "print every key with its value and source, then exit");
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    cli.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e);
+  }
+
+  Tunables keys;
+  std::string config_toml;
+  train::RunConfig config;
+  try {
+    train::define_run_keys(keys);
+    if (!config_path.empty()) train::apply_config_file(keys, config_path);
+    std::map<std::string, std::string> env = ccl::Environment::from_process().vars();
+    keys.apply_environment(env);
+    for (const auto& assignment : overrides) train::apply_override(keys, assignment);
+    if (print_config) {
+      std::cout << keys.describe();
+      return 0;
+    }
+    config = train::run_config_from(keys);
+    config_toml = train::run_config_toml(keys);
+  } catch (const ConfigError& e) {
+    std::cerr << "giant train: config error: " << e.what() << '\n';
+    return 2;
+  }
+
+  std::cout << "giant train: effective config (value, source):\n";
+  std::istringstream described(keys.describe());
+  for (std::string line; std::getline(described, line);) std::cout << "  " << line << '\n';
+  try {
+    train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0);
+    const train::TrainSummary s = trainer.run();
+    std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
+                "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",
+                static_cast<long long>(s.steps), s.seconds, s.val_loss, s.tokens_per_s_median,
+                100.0 * s.mfu_median, static_cast<long long>(s.skipped_steps), config.train.out_dir.c_str());
+    if (!s.sample.empty()) std::printf("\n--- sample ---\n%s\n--------------\n", s.sample.c_str());
+    std::fflush(stdout);
+    return 0;
+  } catch (const ConfigError& e) {
+    std::cerr << "giant train: config error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "giant train: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+#ifndef GIANT_WITH_PLANNER
+int plan_command(const std::vector<std::string>&) {
+  std::cerr << "giant plan: this build has no planner\n";
+  return 2;
+}
+#endif
+
+}  // namespace giant::app

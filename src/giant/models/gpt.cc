@@ -1,0 +1,38 @@
+#include "giant/models/gpt.h"
+
+#include <torch/torch.h>
+
+#include "giant/models/gpt_layers.h"
+
+namespace giant::models {
+
+parallel::LayerList gpt_layer_list(const GptConfig& config) {
+  config.validate();
+  const int64_t h = config.hidden, f = config.ffn_size();
+  parallel::LayerList list;
+  list.add({"embedding", "GptEmbedding", (config.padded_vocab() + config.seq_len) * h,
+            [config](const parallel::LayerContext& c) {
+              return torch::nn::AnyModule(GptEmbedding(config, c));
+            }});
+  const int64_t block_parameters = 4 * h + 3 * h * h + 3 * h + h * h + h + 2 * f * h + f + h;
+  for (int64_t i = 0; i < config.layers; ++i) {
+    list.add({"block." + std::to_string(i), "GptBlock", block_parameters,
+              [config](const parallel::LayerContext& c) {
+                return torch::nn::AnyModule(GptBlock(config, c));
+              }});
+  }
+  list.add({"final_norm", "GptFinalNorm", 2 * h, [config](const parallel::LayerContext& c) {
+              return torch::nn::AnyModule(GptFinalNorm(config, c));
+            }});
+  // Tied to the embedding (layer 0): its weight counts there.
+  list.add({"head", "GptHead", 0, [config](const parallel::LayerContext& c) {
+              return torch::nn::AnyModule(GptHead(config, c, /*embedding_index=*/0));
+            }});
+  return list;
+}
+
+at::Tensor gpt_loss(const at::Tensor& logits, const at::Tensor& targets) {
+  return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+}  // namespace giant::models

@@ -1,0 +1,18 @@
+// GPT as a layer list: embedding, blocks, final norm, tied head.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "giant/models/gpt_config.h"
+#include "giant/parallel/layer_list.h"
+
+namespace giant::models {
+
+// "embedding", "block.0" ... "block.{L-1}", "final_norm", "head".
+parallel::LayerList gpt_layer_list(const GptConfig& config);
+
+// Mean cross entropy of logits [batch, seq, padded vocab] against targets
+// [batch, seq] (int64), in nats per token.
+at::Tensor gpt_loss(const at::Tensor& logits, const at::Tensor& targets);
+
+}  // namespace giant::models

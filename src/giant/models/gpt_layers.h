@@ -1,0 +1,70 @@
+// The layers of a GPT, each a module with a tensor-to-tensor forward, built
+// by the layer list from a LayerContext (seeded weights, shared weights).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include "giant/models/gpt_config.h"
+#include "giant/parallel/layer_list.h"
+
+namespace giant::models {
+
+// Token ids [batch, seq] (int64) -> token plus learned position embedding
+// [batch, seq, hidden]. Owns the token embedding, published as "wte" for the
+// tied head.
+class GptEmbeddingImpl : public torch::nn::Module {
+ public:
+  GptEmbeddingImpl(const GptConfig& config, const parallel::LayerContext& context);
+  torch::Tensor forward(torch::Tensor tokens);
+
+ private:
+  double dropout_;
+  torch::Tensor wte_, wpe_;
+};
+TORCH_MODULE(GptEmbedding);
+
+// Pre-LayerNorm block: x + attention(ln1(x)), then x + mlp(ln2(x)).
+class GptBlockImpl : public torch::nn::Module {
+ public:
+  GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context);
+  torch::Tensor forward(torch::Tensor x);
+
+ private:
+  int64_t hidden_, heads_;
+  double dropout_;
+  torch::Tensor ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+  torch::Tensor ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
+};
+TORCH_MODULE(GptBlock);
+
+class GptFinalNormImpl : public torch::nn::Module {
+ public:
+  GptFinalNormImpl(const GptConfig& config, const parallel::LayerContext& context);
+  torch::Tensor forward(torch::Tensor x);
+
+ private:
+  int64_t hidden_;
+  torch::Tensor weight_, bias_;
+};
+TORCH_MODULE(GptFinalNorm);
+
+// [batch, seq, hidden] -> logits [batch, seq, padded vocab] against the token
+// embedding. Logits of the padding entries are -inf: padding is never
+// predicted. Uses the embedding's weight when it is built in the same
+// process, else holds its own copy drawn as the embedding draws it.
+class GptHeadImpl : public torch::nn::Module {
+ public:
+  GptHeadImpl(const GptConfig& config, const parallel::LayerContext& context,
+              int64_t embedding_index);
+  torch::Tensor forward(torch::Tensor x);
+  bool owns_weight() const { return owns_weight_; }
+
+ private:
+  int64_t vocab_;
+  bool owns_weight_ = false;
+  torch::Tensor weight_;
+};
+TORCH_MODULE(GptHead);
+
+}  // namespace giant::models

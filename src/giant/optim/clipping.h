@@ -1,0 +1,19 @@
+// Gradient norm and clipping by global norm.
+#pragma once
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace giant::optim {
+
+// L2 norm over the gradients of all parameters (those without one skipped),
+// accumulated in double. Not finite when any gradient is not.
+double global_grad_norm(const std::vector<at::Tensor>& parameters);
+
+// Scales every gradient by max_norm / norm when norm > max_norm (no-op when
+// max_norm <= 0). `norm` is global_grad_norm's result, so it can be combined
+// across ranks before clipping.
+void clip_grads_to_norm(const std::vector<at::Tensor>& parameters, double norm, double max_norm);
+
+}  // namespace giant::optim

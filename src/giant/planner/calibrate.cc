@@ -1,0 +1,189 @@
+#include "giant/planner/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <ostream>
+#include <thread>
+
+#include "giant/base/error.h"
+#include "giant/ccl/collectives.h"
+#include "giant/ccl/communicator.h"
+#include "giant/ccl/store.h"
+#include "giant/planner/eval_runs.h"
+
+namespace giant::planner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Median over `repeats` of fn()'s duration, after one warm-up call.
+template <class Fn>
+double median_seconds(int repeats, Fn&& fn) {
+  fn();
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, repeats); ++i) {
+    const auto start = Clock::now();
+    fn();
+    times.push_back(seconds_since(start));
+  }
+  return median(times);
+}
+
+struct AllreduceTimes {
+  double small_s = 0;  // latency_bytes
+  double large_s = 0;  // bandwidth_bytes
+};
+
+// `ranks` threads, each with a communicator over one MemoryStore, time
+// allreduces; rank 0's medians are returned (each run ends in a barrier-
+// like allreduce, so every rank sees about the same time).
+AllreduceTimes measure_allreduce(const CalibrationOptions& o, bool distinct_hosts) {
+  auto store = std::make_shared<ccl::MemoryStore>();
+  AllreduceTimes result;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(o.ranks));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < o.ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        ccl::CommConfig config;
+        config.timeout = std::chrono::seconds(60);
+        config.connect_timeout = std::chrono::seconds(60);
+        config.listen_address = "127.0.0.1";
+        config.host_id = distinct_hosts ? "calibrate-host-" + std::to_string(rank) : "calibrate-host";
+        auto comm = ccl::Communicator::create(store, rank, o.ranks, config, distinct_hosts ? "inter" : "intra");
+        auto time_allreduce = [&](int64_t bytes) {
+          std::vector<float> buffer(static_cast<size_t>(std::max<int64_t>(1, bytes / 4)), 1.0f);
+          ccl::AllreduceOptions options;
+          options.input = buffer.data();
+          options.output = buffer.data();
+          options.count = buffer.size();
+          return median_seconds(o.repeats, [&] { ccl::allreduce(*comm, options).wait(); });
+        };
+        const double small = time_allreduce(o.latency_bytes);
+        const double large = time_allreduce(o.bandwidth_bytes);
+        if (rank == 0) result = {small, large};
+      } catch (...) {
+        errors[static_cast<size_t>(rank)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return result;
+}
+
+double measure_memory_bandwidth(int repeats) {
+  const size_t bytes = 64 << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  const double t = median_seconds(repeats, [&] { std::memcpy(b.data(), a.data(), bytes); });
+  return 2.0 * bytes / t;  // read and write
+}
+
+LinkSpec link_from(const AllreduceTimes& t, const CalibrationOptions& o, Transport transport) {
+  const double n = o.ranks;
+  LinkSpec link;
+  link.transport = transport;
+  // busbw of the large allreduce; latency per step of the small one
+  // (halving-doubling: 2 log2 n steps), its bytes' share removed.
+  link.bandwidth_bytes_per_s = 2 * (n - 1) / n * o.bandwidth_bytes / t.large_s;
+  const double steps = 2 * std::ceil(std::log2(n));
+  link.latency_s = std::max(1e-7, (t.small_s - 2 * (n - 1) / n * o.latency_bytes / link.bandwidth_bytes_per_s) / steps);
+  link.efficiency = 1.0;  // the bandwidth is already what ccl achieves
+  return link;
+}
+
+}  // namespace
+
+GemmFit fit_gemm_curve(const std::vector<GemmSample>& samples) {
+  GIANT_CHECK(!samples.empty(), "no GEMM samples to fit");
+  GemmFit best;
+  double best_error = 1e300;
+  for (double d = 0; d <= 256; d += 1) {
+    // For fixed d, log peak is the mean of log(rate x (1 + d/m + d/n + d/k)).
+    double mean_log_peak = 0;
+    for (const auto& s : samples)
+      mean_log_peak += std::log(s.flops_per_s * (1 + d / s.m + d / s.n + d / s.k));
+    mean_log_peak /= samples.size();
+    double error = 0;
+    for (const auto& s : samples) {
+      const double r = std::log(s.flops_per_s * (1 + d / s.m + d / s.n + d / s.k)) - mean_log_peak;
+      error += r * r;
+    }
+    if (error < best_error) best_error = error, best = {std::exp(mean_log_peak), d};
+  }
+  return best;
+}
+
+double measure_blocked_matmul_flops(int64_t m, int64_t n, int64_t k, int repeats) {
+  std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f), c(static_cast<size_t>(m * n));
+  constexpr int64_t kBlock = 64;
+  auto multiply = [&] {
+    std::fill(c.begin(), c.end(), 0.0f);
+    for (int64_t i0 = 0; i0 < m; i0 += kBlock)
+      for (int64_t p0 = 0; p0 < k; p0 += kBlock)
+        for (int64_t i = i0; i < std::min(m, i0 + kBlock); ++i)
+          for (int64_t p = p0; p < std::min(k, p0 + kBlock); ++p) {
+            const float av = a[static_cast<size_t>(i * k + p)];
+            float* crow = &c[static_cast<size_t>(i * n)];
+            const float* brow = &b[static_cast<size_t>(p * n)];
+            for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+          }
+  };
+  return 2.0 * m * n * k / median_seconds(repeats, multiply);
+}
+
+ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const CalibrationOptions& o, std::ostream& log) {
+  GIANT_CHECK(o.ranks >= 2, "--calibrate needs at least 2 ranks for the ccl figures, got ", o.ranks);
+  ClusterSpec c;
+  c.name = "calibrated";
+  c.hosts = 1;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  c.devices_per_host = o.devices > 0 ? o.devices : static_cast<int>(std::max(1L, cores));
+  c.device.type = probes.device_type;
+
+  if (!probes.gemm_flops_per_s)
+    log << "# no GEMM probe given: measuring a plain blocked float32 C++ matmul instead of the training "
+           "library's GEMM\n";
+  std::vector<GemmSample> samples;
+  for (int64_t size : o.gemm_sizes) {
+    const double rate = probes.gemm_flops_per_s ? probes.gemm_flops_per_s(size, size, size)
+                                                : measure_blocked_matmul_flops(size, size, size, o.repeats);
+    samples.push_back({size, size, size, rate});
+    log << "calibrate=gemm m=" << size << " n=" << size << " k=" << size << " gflops=" << rate / 1e9 << "\n";
+  }
+  const GemmFit fit = fit_gemm_curve(samples);
+  c.device.peak_flops = fit.peak_flops;
+  c.device.gemm_efficiency = 1.0;  // the fitted peak is what GEMMs reach
+  c.device.gemm_half_dim = std::max(1.0, fit.half_dim);
+  log << "calibrate=gemm_fit peak_gflops=" << fit.peak_flops / 1e9 << " half_dim=" << fit.half_dim << "\n";
+
+  c.device.memory_bandwidth_bytes_per_s = measure_memory_bandwidth(o.repeats);
+  const double pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  c.device.memory_bytes = pages * page / c.devices_per_host;
+  c.device.reserved_bytes = 0.1 * c.device.memory_bytes;
+  log << "calibrate=memory bandwidth_gbytes_per_s=" << c.device.memory_bandwidth_bytes_per_s / 1e9
+      << " bytes_per_device=" << c.device.memory_bytes << "\n";
+
+  const AllreduceTimes intra = measure_allreduce(o, false);
+  c.intra_host = link_from(intra, o, Transport::tcp);
+  log << "calibrate=ccl_allreduce link=intra_host ranks=" << o.ranks << " busbw_gbytes_per_s="
+      << c.intra_host.bandwidth_bytes_per_s / 1e9 << " latency_us=" << c.intra_host.latency_s * 1e6 << "\n";
+  const AllreduceTimes inter = measure_allreduce(o, true);
+  c.inter_host = link_from(inter, o, Transport::tcp);
+  log << "calibrate=ccl_allreduce link=inter_host ranks=" << o.ranks << " busbw_gbytes_per_s="
+      << c.inter_host.bandwidth_bytes_per_s / 1e9 << " latency_us=" << c.inter_host.latency_s * 1e6
+      << " (distinct host ids over loopback; network namespaces need root and are not created)\n";
+  c.validate();
+  return c;
+}
+
+}  // namespace giant::planner

@@ -1,0 +1,71 @@
+// A cluster as the planner sees it: hosts of identical devices, one link kind
+// inside a host and one across hosts. Bandwidths are line rates from the
+// hardware specification; `efficiency` turns them into what ccl achieves.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace giant::planner {
+
+enum class Transport { nvlink, pcie, shm, tcp, rdma };
+const char* transport_name(Transport transport);
+Transport parse_transport(const std::string& name);  // throws ConfigError
+
+// Share of a TCP link's line rate left as goodput: MSS over frame, 1448/1514
+// (the reference measured 956 Mbit/s on a 1 Gbit/s veth, the same ratio).
+constexpr double kTcpGoodputRatio = 1448.0 / 1514.0;
+// Share of the goodput a ring collective reaches as busbw: the reference's
+// loopback figures, 1.56 GB/s allreduce busbw (n=2) against 1.6 GB/s per
+// direction with both directions busy. `giant plan --calibrate` measures it.
+constexpr double kCollectiveGoodputRatio = 1.56 / 1.6;
+
+struct LinkSpec {
+  Transport transport = Transport::nvlink;
+  // Inside a host: per device and direction. Across hosts: per host and
+  // direction (all its NICs together).
+  double bandwidth_bytes_per_s = 0;
+  double latency_s = 0;
+  double efficiency = 0;  // achieved busbw / line rate; 0 = default for the transport
+
+  double effective_bandwidth() const;  // line rate x efficiency
+};
+double default_link_efficiency(Transport transport);
+
+struct DeviceSpec {
+  std::string type;           // "A100", "V100", "T4", "cpu"; picks the default constants
+  double peak_flops = 0;      // 16-bit dense peak
+  double memory_bytes = 0;
+  double memory_bandwidth_bytes_per_s = 0;
+  double reserved_bytes = 0;  // context, allocator slack; 0 = default (see usable_memory)
+  // Global efficiency constants of the device type (efficiency_constants.h):
+  // a large GEMM reaches gemm_efficiency x peak; a dimension of gemm_half_dim
+  // costs as much again as an infinite one. 0 = the type's default.
+  double gemm_efficiency = 0;
+  double gemm_half_dim = 0;
+
+  double usable_memory() const;
+};
+
+struct ClusterSpec {
+  std::string name;
+  int hosts = 1;
+  int devices_per_host = 1;
+  DeviceSpec device;
+  LinkSpec intra_host;
+  LinkSpec inter_host;
+
+  int devices() const { return hosts * devices_per_host; }
+  // Throws ConfigError naming the first bad field.
+  void validate() const;
+  // A copy with 0 (default) constants replaced by their defaults.
+  ClusterSpec resolved() const;
+};
+
+// 8 x A100-80GB NVSwitch + 8 x 200 Gb/s InfiniBand ("a100-80g-ib"),
+// 8 x V100-32GB at 100 Gb/s ("v100-tcp", "v100-rdma"),
+// 8 x A100-40GB at 800 Gb/s ("a100-40g-tcp", "a100-40g-rdma"); 4 hosts each.
+std::vector<std::string> cluster_preset_names();
+ClusterSpec cluster_preset(const std::string& name);  // throws ConfigError
+
+}  // namespace giant::planner

@@ -1,0 +1,49 @@
+#include "giant/planner/comm_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace giant::planner {
+
+GroupLink group_link(const ClusterSpec& c, const Layout& l, Axis axis) {
+  GroupLink g;
+  g.size = l.size_of(axis);
+  const int stride = l.stride_of(axis);
+  const int per_host = c.devices_per_host;
+  g.members_per_host = stride >= per_host ? 1 : std::min(g.size, std::max(1, per_host / stride));
+  g.crosses_hosts = g.members_per_host < g.size;
+  if (!g.crosses_hosts) {
+    g.transport = c.intra_host.transport;
+    g.bandwidth_bytes_per_s = c.intra_host.effective_bandwidth();
+    g.latency_s = c.intra_host.latency_s;
+    return g;
+  }
+  const double sharing = std::max(1.0, double(per_host) / g.members_per_host);
+  g.transport = c.inter_host.transport;
+  g.bandwidth_bytes_per_s = c.inter_host.effective_bandwidth() / sharing;
+  if (per_host > 1) g.bandwidth_bytes_per_s = std::min(g.bandwidth_bytes_per_s, c.intra_host.effective_bandwidth());
+  g.latency_s = c.inter_host.latency_s;
+  return g;
+}
+
+double allreduce_seconds(double bytes, const GroupLink& g) {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  const double n = g.size;
+  const double steps = bytes <= 256 * 1024 ? 2 * std::ceil(std::log2(n)) : 2 * (n - 1);
+  return steps * g.latency_s + 2 * (n - 1) / n * bytes / g.bandwidth_bytes_per_s;
+}
+
+double reduce_scatter_seconds(double bytes, const GroupLink& g) {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  const double n = g.size;
+  return (n - 1) * g.latency_s + (n - 1) / n * bytes / g.bandwidth_bytes_per_s;
+}
+
+double allgather_seconds(double bytes, const GroupLink& g) { return reduce_scatter_seconds(bytes, g); }
+
+double point_to_point_seconds(double bytes, const GroupLink& g) {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  return g.latency_s + bytes / g.bandwidth_bytes_per_s;
+}
+
+}  // namespace giant::planner

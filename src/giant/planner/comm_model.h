@@ -1,0 +1,36 @@
+// Communication time by the alpha-beta cost of the algorithm ccl runs: time
+// = steps x latency + bytes on the busiest link / its achieved bandwidth.
+#pragma once
+
+#include "giant/planner/cluster_spec.h"
+#include "giant/planner/layout.h"
+
+namespace giant::planner {
+
+// The link the members of one axis group talk over, given the placement.
+struct GroupLink {
+  int size = 1;
+  int members_per_host = 1;
+  bool crosses_hosts = false;
+  Transport transport = Transport::nvlink;
+  double bandwidth_bytes_per_s = 0;  // per rank and direction, shared as it is at run time
+  double latency_s = 0;
+};
+
+// Members of the axis on one host follow from its stride (Layout::stride_of).
+// A group wholly inside a host gets the intra-host link. A ring that spans
+// hosts crosses each host boundary once per direction, and every group of
+// that axis on the host does so at once, so each gets the host's NIC
+// bandwidth divided by devices_per_host / members_per_host.
+GroupLink group_link(const ClusterSpec& cluster, const Layout& layout, Axis axis);
+
+// ccl's automatic allreduce: halving-doubling up to 256 KiB (2 log2 n steps),
+// ring above (2 (n-1) steps); both move 2 (n-1)/n x bytes per rank.
+double allreduce_seconds(double bytes, const GroupLink& link);
+// Ring reduce-scatter or allgather of `bytes` in total: (n-1) steps, (n-1)/n x bytes.
+double reduce_scatter_seconds(double bytes, const GroupLink& link);
+double allgather_seconds(double bytes, const GroupLink& link);
+// One message between two ranks.
+double point_to_point_seconds(double bytes, const GroupLink& link);
+
+}  // namespace giant::planner

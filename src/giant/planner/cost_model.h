@@ -1,0 +1,46 @@
+// The predicted step of one layout: compute, tensor-parallel collectives,
+// the simulated pipeline with its transfers, data-parallel (or ZeRO)
+// communication left after overlap with backward, and the optimizer.
+#pragma once
+
+#include <string>
+
+#include "giant/planner/cluster_spec.h"
+#include "giant/planner/layout.h"
+#include "giant/planner/memory_model.h"
+#include "giant/planner/model_spec.h"
+
+namespace giant::planner {
+
+struct StepBreakdown {
+  double step_s = 0;
+  double compute_s = 0;     // busiest device's own compute
+  double tp_comm_s = 0;     // tensor-parallel collectives (on the critical path)
+  double bubble_s = 0;      // pipeline idle time
+  double pp_comm_s = 0;     // pipeline transfers not hidden by the schedule
+  double dp_comm_s = 0;     // gradient sync (and ZeRO-3 gathers) not hidden by compute
+  double optimizer_s = 0;
+};
+
+struct Estimate {
+  Layout layout;
+  StepBreakdown time;
+  MemoryBreakdown memory;
+  double usable_memory_bytes = 0;
+  bool fits = false;
+  double samples_per_s = 0;
+  double model_tflops_per_device = 0;  // 72-formula FLOPs (no recomputation) per second
+  double mfu = 0;                      // model_tflops_per_device / peak
+  bool simulated = false;              // pipeline simulated, not the closed form
+};
+
+struct CostOptions {
+  bool simulate_pipeline = true;
+};
+
+// `cluster` must be resolved (ClusterSpec::resolved) and the layout valid
+// for the model (Layout::why_invalid empty).
+Estimate estimate_layout(const ModelSpec& model, const ClusterSpec& cluster, const Layout& layout,
+                         const CostOptions& options = {});
+
+}  // namespace giant::planner

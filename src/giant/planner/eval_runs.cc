@@ -1,0 +1,340 @@
+#include "giant/planner/eval_runs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "giant/base/error.h"
+#include "giant/planner/search.h"
+
+namespace giant::planner {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+// Peak 16-bit FLOP/s and memory bandwidth from the vendors' data sheets.
+DeviceSpec device_from_datasheet(const std::string& gpu, double memory_gb, const std::string& where) {
+  DeviceSpec d;
+  d.type = gpu;
+  d.memory_bytes = memory_gb * kGiB;
+  if (gpu == "A100") {
+    d.peak_flops = 312e12;
+    d.memory_bandwidth_bytes_per_s = memory_gb > 40 ? 2039e9 : 1555e9;
+  } else if (gpu == "V100") {
+    d.peak_flops = 125e12;
+    d.memory_bandwidth_bytes_per_s = 900e9;
+  } else if (gpu == "T4") {
+    d.peak_flops = 65e12;
+    d.memory_bandwidth_bytes_per_s = 320e9;
+  } else {
+    throw ConfigError(where + " gpu", "unknown GPU '" + gpu + "' (known: A100, V100, T4)");
+  }
+  return d;
+}
+
+const EfficiencyConstants& constants_for(const std::string& type, const ConstantsByType& constants,
+                                         const EfficiencyConstants& fallback) {
+  auto it = constants.find(type);
+  if (it != constants.end()) return it->second;
+  it = constants.find("*");
+  return it != constants.end() ? it->second : fallback;
+}
+
+ClusterSpec with_constants(const ClusterSpec& cluster, const ConstantsByType& constants) {
+  ClusterSpec c = cluster;
+  const EfficiencyConstants defaults = default_efficiency_constants(c.device.type);
+  const EfficiencyConstants& k = constants_for(c.device.type, constants, defaults);
+  c.device.gemm_efficiency = k.gemm_efficiency;
+  c.device.gemm_half_dim = k.gemm_half_dim;
+  return c.resolved();
+}
+
+void attach_error(const PublishedRun& run, RunPrediction& p) {
+  if (run.iter_s) p.relative_error = std::abs(p.iter_s - *run.iter_s) / *run.iter_s;
+  else if (run.tflops_per_gpu) p.relative_error = std::abs(p.tflops_per_gpu - *run.tflops_per_gpu) / *run.tflops_per_gpu;
+}
+
+RunPrediction prediction_from(const PublishedRun& run, const Estimate& e) {
+  RunPrediction p;
+  p.estimate = e;
+  p.iter_s = e.time.step_s;
+  p.tflops_per_gpu = model_flops_per_iteration(run.model, true) / p.iter_s / e.layout.devices() / 1e12;
+  p.memory_fits = e.fits;
+  attach_error(run, p);
+  return p;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+RunsTable parse_runs_csv(const std::string& text, const std::string& source) {
+  RunsTable t;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      if (t.header.empty()) t.comments.push_back(line);
+      continue;
+    }
+    if (t.header.empty()) {
+      t.header = split_csv_line(line);
+      continue;
+    }
+    auto cells = split_csv_line(line);
+    if (cells.size() != t.header.size())
+      throw ConfigError(source, "row " + std::to_string(t.rows.size() + 1) + " has " + std::to_string(cells.size()) +
+                                    " cells, the header " + std::to_string(t.header.size()));
+    t.rows.push_back(std::move(cells));
+  }
+  if (t.header.empty()) throw ConfigError(source, "has no header line");
+  return t;
+}
+
+RunsTable load_runs_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path, "cannot read the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_runs_csv(text.str(), path);
+}
+
+std::vector<PublishedRun> published_runs(const RunsTable& t) {
+  std::vector<PublishedRun> runs;
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string where = "row " + std::to_string(r + 1);
+    auto cell = [&](const std::string& column) -> const std::string& {
+      auto it = std::find(t.header.begin(), t.header.end(), column);
+      if (it == t.header.end()) throw ConfigError(column, "column missing from the csv header");
+      return t.rows[r][static_cast<size_t>(it - t.header.begin())];
+    };
+    auto number = [&](const std::string& column) -> std::optional<double> {
+      const std::string& text = cell(column);
+      if (text.empty()) return std::nullopt;
+      try {
+        size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size()) return v;
+      } catch (const std::exception&) {
+      }
+      throw ConfigError(where + " " + column, "expected a number, got '" + text + "'");
+    };
+    auto required = [&](const std::string& column) {
+      auto v = number(column);
+      if (!v) throw ConfigError(where + " " + column, "must not be empty");
+      return *v;
+    };
+    PublishedRun run;
+    run.source = cell("source");
+    run.model.name = run.source + "/" + cell("params_b") + "B";
+    run.model.hidden = static_cast<int64_t>(required("hidden"));
+    run.model.heads = static_cast<int64_t>(required("heads"));
+    run.model.layers = static_cast<int64_t>(required("layers"));
+    run.model.seq_len = static_cast<int64_t>(required("seq"));
+    run.model.vocab = static_cast<int64_t>(required("vocab"));
+    run.model.global_batch = static_cast<int64_t>(required("global_batch"));
+    const int gpus = static_cast<int>(required("gpus"));
+    const int per_node = static_cast<int>(required("gpus_per_node"));
+    ClusterSpec& c = run.cluster;
+    c.name = where;
+    c.devices_per_host = std::min(gpus, per_node);
+    c.hosts = (gpus + per_node - 1) / per_node;
+    c.device = device_from_datasheet(cell("gpu"), required("gpu_mem_gb"), where);
+    // No NVLink figure means PCIe 3.0 x16, 15.75 GB/s per direction.
+    const auto intra = number("intra_GBps");
+    c.intra_host = {intra ? Transport::nvlink : Transport::pcie, (intra ? *intra : 15.75) * 1e9, intra ? 3e-6 : 10e-6, 0};
+    const bool rdma = cell("rdma") == "yes";
+    const auto inter = number("inter_Gbps_per_node");
+    c.inter_host = {rdma ? Transport::rdma : Transport::tcp, (inter ? *inter : 0) / 8 * 1e9, rdma ? 5e-6 : 30e-6, 0};
+    LayoutFilter& l = run.layout;
+    l.tp = static_cast<int>(required("tp"));
+    l.pp = static_cast<int>(required("pp"));
+    l.dp = static_cast<int>(required("dp"));
+    l.zero = static_cast<int>(number("zero").value_or(0));
+    if (auto mb = number("micro_batch")) l.micro_batch = static_cast<int>(*mb);
+    l.order = std::array<Axis, 3>{Axis::tp, Axis::dp, Axis::pp};  // Megatron's placement
+    const std::string recompute = cell("recompute");
+    if (recompute == "full" || recompute == "none" || recompute == "selective") {
+      l.recompute = parse_recompute(recompute);
+      l.sequence_parallel = false;
+    } else if (recompute == "selective+sp" || recompute == "full+sp") {
+      l.recompute = parse_recompute(recompute.substr(0, recompute.find('+')));
+      l.sequence_parallel = true;
+    } else {
+      throw ConfigError(where + " recompute", "expected none, selective, full (+sp), got '" + recompute + "'");
+    }
+    run.full_recompute = *l.recompute == Recompute::full;
+    run.iter_s = number("iter_s");
+    run.tflops_per_gpu = number("tflops_per_gpu");
+    if (l.tp.value() * l.pp.value() * l.dp.value() != gpus)
+      throw ConfigError(where, "tp x pp x dp differs from gpus");
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+RunPrediction predict_run(const PublishedRun& run, const ConstantsByType& constants) {
+  ClusterSpec cluster = with_constants(run.cluster, constants);
+  SearchOptions options;
+  options.filter = run.layout;
+  options.top = 1;
+  options.simulate_best = 8;
+  SearchResult result = search_layouts(run.model, cluster, options);
+  if (!result.best.empty()) return prediction_from(run, result.best.front());
+  // Fits nowhere by the memory model: rank as if memory were unlimited, say so.
+  ClusterSpec unlimited = cluster;
+  unlimited.device.memory_bytes = 1e18;
+  result = search_layouts(run.model, unlimited, options);
+  GIANT_CHECK(!result.best.empty(), "no valid layout for ", run.model.name);
+  RunPrediction p = prediction_from(run, result.best.front());
+  p.memory_fits = false;
+  return p;
+}
+
+RunPrediction predict_run_layout(const PublishedRun& run, const Layout& layout, const ConstantsByType& constants) {
+  const ClusterSpec cluster = with_constants(run.cluster, constants);
+  return prediction_from(run, estimate_layout(run.model, cluster, layout));
+}
+
+namespace {
+
+// Fits the constants on `rows` with each row's layout held fixed: a shared
+// half dimension, an efficiency per device type, and "*" for all types
+// together (used for types with no rows).
+ConstantsByType fit_constants(const std::vector<PublishedRun>& runs, const std::vector<Layout>& layouts,
+                              const std::vector<size_t>& rows) {
+  std::set<std::string> types;
+  for (size_t r : rows) types.insert(runs[r].cluster.device.type);
+  types.insert("*");
+  auto error_of = [&](const std::string& type, double efficiency, double half_dim) {
+    std::vector<double> errors;
+    for (size_t r : rows) {
+      if (type != "*" && runs[r].cluster.device.type != type) continue;
+      const ConstantsByType mine{{runs[r].cluster.device.type, {efficiency, half_dim}}};
+      errors.push_back(predict_run_layout(runs[r], layouts[r], mine).relative_error.value_or(0));
+    }
+    return median(errors);
+  };
+  auto best_efficiency = [&](const std::string& type, double half_dim) {
+    double best = 0.5, best_error = 1e300;
+    auto scan = [&](double from, double to, double step) {
+      for (double e = from; e <= to + 1e-9; e += step) {
+        const double err = error_of(type, e, half_dim);
+        if (err < best_error) best_error = err, best = e;
+      }
+    };
+    scan(0.30, 1.0, 0.05);
+    const double coarse = best;
+    scan(std::max(0.30, coarse - 0.05), std::min(1.0, coarse + 0.05), 0.01);
+    return best;
+  };
+  ConstantsByType best_fit;
+  double best_score = 1e300;
+  for (double half_dim : {8.0, 16.0, 32.0, 48.0, 64.0, 96.0, 128.0}) {
+    ConstantsByType fit;
+    for (const std::string& type : types) fit[type] = {best_efficiency(type, half_dim), half_dim};
+    std::vector<double> errors;
+    for (size_t r : rows) errors.push_back(predict_run_layout(runs[r], layouts[r], fit).relative_error.value_or(0));
+    const double score = median(errors);
+    if (score < best_score) best_score = score, best_fit = fit;
+  }
+  return best_fit;
+}
+
+}  // namespace
+
+ErrorReport fit_and_cross_validate(const std::vector<PublishedRun>& runs) {
+  ErrorReport report;
+  // Layouts (micro-batch, schedule where unpublished) chosen under the
+  // built-in constants, then held fixed while fitting.
+  std::vector<Layout> layouts;
+  std::vector<size_t> all;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    layouts.push_back(predict_run(runs[r], {}).estimate.layout);
+    all.push_back(r);
+  }
+  report.fitted = fit_constants(runs, layouts, all);
+  for (size_t r = 0; r < runs.size(); ++r)
+    report.in_sample_errors.push_back(predict_run(runs[r], report.fitted).relative_error.value_or(0));
+  report.leave_one_out_errors.assign(runs.size(), 0);
+  std::set<std::string> sources;
+  for (const auto& run : runs) sources.insert(run.source);
+  for (const std::string& source : sources) {
+    std::vector<size_t> others;
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (runs[r].source != source) others.push_back(r);
+    if (others.empty()) continue;
+    ConstantsByType fit = fit_constants(runs, layouts, others);
+    // Device types the other sources never ran use the all-type fit.
+    for (auto it = fit.begin(); it != fit.end();) {
+      bool seen = it->first == "*";
+      for (size_t r : others) seen = seen || runs[r].cluster.device.type == it->first;
+      it = seen ? std::next(it) : fit.erase(it);
+    }
+    report.fitted_without[source] = fit;
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (runs[r].source == source)
+        report.leave_one_out_errors[r] = predict_run(runs[r], fit).relative_error.value_or(0);
+  }
+  report.in_sample_median = median(report.in_sample_errors);
+  report.leave_one_out_median = median(report.leave_one_out_errors);
+  return report;
+}
+
+void print_error_report(const std::vector<PublishedRun>& runs, const ErrorReport& report, std::ostream& out) {
+  auto show = [&](const ConstantsByType& k) {
+    std::ostringstream s;
+    for (const auto& [type, c] : k) s << " " << type << ":eff=" << c.gemm_efficiency << ",half_dim=" << c.gemm_half_dim;
+    return s.str();
+  };
+  out << "# fitted on all rows:" << show(report.fitted) << "\n";
+  for (const auto& [source, k] : report.fitted_without) out << "# fitted without " << source << ":" << show(k) << "\n";
+  out << "# row  source                    gpu   tp pp dp   in-sample  leave-source-out\n";
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const auto& l = runs[r].layout;
+    out << "# " << std::setw(3) << r + 1 << "  " << std::left << std::setw(25) << runs[r].source << " " << std::setw(5)
+        << runs[r].cluster.device.type << std::right << std::setw(3) << *l.tp << std::setw(3) << *l.pp << std::setw(3)
+        << *l.dp << std::fixed << std::setprecision(1) << std::setw(11) << 100 * report.in_sample_errors[r] << "%"
+        << std::setw(17) << 100 * report.leave_one_out_errors[r] << "%\n"
+        << std::defaultfloat;
+  }
+  out << std::fixed << std::setprecision(1);
+  out << "median_abs_error_in_sample=" << 100 * report.in_sample_median << "%\n";
+  out << "median_abs_error_leave_one_source_out=" << 100 * report.leave_one_out_median << "%\n";
+  out << std::defaultfloat;
+}
+
+void write_predictions_csv(const RunsTable& t, const std::vector<RunPrediction>& predictions, std::ostream& out) {
+  for (const auto& line : t.comments) out << line << "\n";
+  out << "# pred_iter_s and pred_tflops_per_gpu: giant plan's prediction for the published layout.\n";
+  for (const auto& h : t.header) out << h << ",";
+  out << "pred_iter_s,pred_tflops_per_gpu\n";
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    for (const auto& cell : t.rows[r]) out << cell << ",";
+    out << std::setprecision(4) << predictions[r].iter_s << "," << std::setprecision(4)
+        << predictions[r].tflops_per_gpu << "\n";
+  }
+}
+
+}  // namespace giant::planner

@@ -1,0 +1,65 @@
+// A parallel layout: how many ways each axis splits, the micro-batch, the
+// pipeline schedule, ZeRO stage, recomputation and placement (which axis
+// varies fastest across device ids, so stays inside a host first).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "giant/planner/model_spec.h"
+
+namespace giant::planner {
+
+enum class Schedule { gpipe, one_f_one_b, interleaved };
+enum class Recompute { none, selective, full };
+enum class Axis { tp, dp, pp };
+
+const char* schedule_name(Schedule schedule);
+const char* recompute_name(Recompute recompute);
+const char* axis_name(Axis axis);
+
+struct Layout {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int micro_batch = 1;      // sequences per micro-batch per dp rank
+  Schedule schedule = Schedule::one_f_one_b;
+  int virtual_stages = 1;   // model chunks per device (interleaved only)
+  int zero = 0;             // 0..3
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  std::array<Axis, 3> order = {Axis::tp, Axis::dp, Axis::pp};  // fastest first
+
+  int devices() const { return dp * tp * pp; }
+  int64_t micro_batches(const ModelSpec& model) const { return model.global_batch / (int64_t{dp} * micro_batch); }
+  int size_of(Axis axis) const { return axis == Axis::tp ? tp : axis == Axis::dp ? dp : pp; }
+  // Distance between consecutive members of the axis in device ids.
+  int stride_of(Axis axis) const;
+  std::string placement() const;  // "tp<dp<pp"
+  // "tp=4 pp=4 dp=2 mb=1 1f1b zero=0 recompute=full sp placement=tp<dp<pp"
+  std::string describe() const;
+  // Empty if the layout can run this model on `devices` devices, else why not.
+  std::string why_invalid(const ModelSpec& model, int devices) const;
+};
+
+// A partial layout: what `--layout` fixes; the search fills in the rest.
+struct LayoutFilter {
+  std::optional<int> dp, tp, pp, micro_batch, virtual_stages, zero;
+  std::optional<Schedule> schedule;
+  std::optional<Recompute> recompute;
+  std::optional<bool> sequence_parallel;
+  std::optional<std::array<Axis, 3>> order;
+
+  bool accepts(const Layout& layout) const;
+};
+
+// "tp=4,pp=4,dp=2,mb=1,schedule=interleaved,v=2,zero=1,recompute=full,sp=1,
+// placement=tp<dp<pp" (any subset, any order; `micro_batch` and
+// `virtual_stages` also accepted). Throws ConfigError naming the bad item.
+LayoutFilter parse_layout_filter(const std::string& text);
+Schedule parse_schedule(const std::string& text);
+Recompute parse_recompute(const std::string& text);
+std::array<Axis, 3> parse_placement(const std::string& text);
+
+}  // namespace giant::planner

@@ -1,0 +1,186 @@
+#include "giant/planner/plan_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "giant/base/error.h"
+#include "giant/planner/eval_runs.h"
+#include "giant/planner/plan_report.h"
+#include "giant/planner/search.h"
+#include "giant/planner/spec_toml.h"
+
+namespace giant::planner {
+
+namespace {
+
+struct PlanArgs {
+  std::string model;
+  std::string cluster;
+  int hosts = 0;
+  int top = 5;
+  bool json = false;
+  std::string layout;
+  std::string eval_csv;
+  bool report_error = false;
+  bool compare_baselines = false;
+  bool calibrate = false;
+  std::string out_file;
+  int devices = 0;
+  int max_micro_batch = 64;
+  bool simulate_all = false;
+  bool print_specs = false;
+  bool list_presets = false;
+};
+
+void list_presets(std::ostream& out) {
+  out << "models:";
+  for (const auto& n : model_preset_names()) out << " " << n;
+  out << "\nclusters:";
+  for (const auto& n : cluster_preset_names()) out << " " << n;
+  out << "\n";
+}
+
+int run_eval_csv(const PlanArgs& a, std::ostream& out) {
+  const RunsTable table = load_runs_csv(a.eval_csv);
+  const std::vector<PublishedRun> runs = published_runs(table);
+  std::vector<RunPrediction> predictions;
+  for (const auto& run : runs) predictions.push_back(predict_run(run, {}));
+  write_predictions_csv(table, predictions, out);
+  if (a.report_error) {
+    std::vector<double> errors;
+    for (const auto& p : predictions)
+      if (p.relative_error) errors.push_back(*p.relative_error);
+    out << "# built-in constants: median_abs_error=" << std::fixed << std::setprecision(1) << 100 * median(errors)
+        << "% over " << errors.size() << " rows\n"
+        << std::defaultfloat;
+    print_error_report(runs, fit_and_cross_validate(runs), out);
+  }
+  return 0;
+}
+
+int run_calibrate(const PlanArgs& a, std::ostream& out, const CalibrationProbes& probes) {
+  CalibrationOptions options;
+  options.devices = a.devices;
+  std::ostringstream log;
+  const ClusterSpec cluster = calibrate_this_machine(probes, options, log);
+  out << log.str();
+  const std::string toml = "# written by giant plan --calibrate\n" + cluster_to_toml(cluster);
+  if (a.out_file.empty()) {
+    out << toml;
+    return 0;
+  }
+  std::ofstream file(a.out_file);
+  if (!file) throw ConfigError("--out", "cannot write '" + a.out_file + "'");
+  file << toml;
+  out << "wrote " << a.out_file << "\n";
+  return 0;
+}
+
+int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
+  if (a.model.empty()) throw ConfigError("--model", "is required (a preset name or a TOML file)");
+  if (a.cluster.empty()) throw ConfigError("--cluster", "is required (a preset name or a TOML file)");
+  const ModelSpec model = model_from_argument(a.model);
+  ClusterSpec cluster = cluster_from_argument(a.cluster);
+  if (a.hosts > 0) cluster.hosts = a.hosts;
+  cluster.validate();
+  cluster = cluster.resolved();
+  if (a.print_specs) {
+    out << model_to_toml(model) << "\n" << cluster_to_toml(cluster);
+    return 0;
+  }
+  if (a.compare_baselines) {
+    print_plan_header(model, cluster, out);
+    print_baseline_comparison(model, cluster, out);
+    return 0;
+  }
+  SearchOptions options;
+  options.top = a.top;
+  options.max_micro_batch = a.max_micro_batch;
+  if (a.simulate_all) options.simulate_best = 0;
+  if (!a.layout.empty()) {
+    options.filter = parse_layout_filter(a.layout);
+    // A layout the search could never produce gets its own reason.
+    Layout probe;
+    const LayoutFilter& f = options.filter;
+    probe.tp = f.tp.value_or(1), probe.pp = f.pp.value_or(1), probe.dp = f.dp.value_or(1);
+    if (f.tp && f.pp && f.dp && probe.devices() != cluster.devices())
+      throw ConfigError("--layout", "tp x pp x dp = " + std::to_string(probe.devices()) + " but cluster " +
+                                        cluster.name + " has " + std::to_string(cluster.devices()) + " devices");
+  }
+  const SearchResult result = search_layouts(model, cluster, options);
+  if (a.json) {
+    print_plans_json(model, cluster, result, out);
+    return result.best.empty() ? 1 : 0;
+  }
+  print_plan_header(model, cluster, out);
+  if (result.best.empty()) {
+    if (result.valid_layouts == 0)
+      err << "giant plan: no valid layout matches" << (a.layout.empty() ? "" : " --layout " + a.layout)
+          << " (tp must divide heads and ffn, pp x v the layers, dp x mb the global batch)\n";
+    else
+      err << "giant plan: " << explain_fits_nowhere(model, cluster, result) << "\n";
+    return 1;
+  }
+  print_plan_table(result.best, out);
+  if (result.best.size() >= 2) out << "why: " << explain_choice(result.best[0], result.best[1]) << "\n";
+  if (result.best_other_split)
+    out << "against the best other split: " << explain_choice(result.best[0], *result.best_other_split) << "\n";
+  out << "searched " << result.valid_layouts << " layouts, " << result.fitting_layouts << " fit in memory, "
+      << result.simulated_layouts << " simulated step by step, in " << std::fixed << std::setprecision(2)
+      << result.search_seconds << " s\n"
+      << std::defaultfloat;
+  return 0;
+}
+
+}  // namespace
+
+int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return run_plan_command(args, out, err, CalibrationProbes{});
+}
+
+int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                     const CalibrationProbes& probes) {
+  PlanArgs a;
+  CLI::App app{"giant plan: choose the parallel layout, predict step time and memory, explain", "giant plan"};
+  app.add_option("--model", a.model, "model preset (see --list-presets) or TOML file ([model] + train.global_batch)");
+  app.add_option("--cluster", a.cluster, "cluster preset or TOML file (e.g. from --calibrate)");
+  app.add_option("--hosts", a.hosts, "override the cluster's host count")->check(CLI::PositiveNumber);
+  app.add_option("--top", a.top, "plans to show (default 5)")->check(CLI::PositiveNumber);
+  app.add_flag("--json", a.json, "print the plans as JSON");
+  app.add_option("--layout", a.layout, "evaluate one layout, e.g. tp=4,pp=4,dp=2,mb=1,schedule=1f1b; unset parts are searched");
+  app.add_option("--eval-csv", a.eval_csv, "evaluate the published layouts of a published-runs.csv file");
+  app.add_flag("--report-error", a.report_error, "with --eval-csv: median errors in-sample and leaving each source out");
+  app.add_flag("--compare-baselines", a.compare_baselines, "the chosen plan beside Megatron tp=4 pp=4 and ZeRO-3, on TCP and RDMA");
+  app.add_flag("--calibrate", a.calibrate, "measure this machine and write a cluster file");
+  app.add_option("--out", a.out_file, "with --calibrate: the cluster file to write (default: standard output)");
+  app.add_option("--devices", a.devices, "with --calibrate: devices (ranks) per host (default: cores)")->check(CLI::PositiveNumber);
+  app.add_option("--max-micro-batch", a.max_micro_batch, "largest micro-batch searched (default 64)")->check(CLI::PositiveNumber);
+  app.add_flag("--simulate-all", a.simulate_all, "simulate every fitting layout step by step (slow; default: the best 256)");
+  app.add_flag("--print-specs", a.print_specs, "print the model and cluster as TOML and stop");
+  app.add_flag("--list-presets", a.list_presets, "list the model and cluster presets");
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "giant plan: " << e.what() << "\n(see giant plan --help)\n";
+    return 2;
+  }
+  try {
+    if (a.list_presets) return list_presets(out), 0;
+    if (a.report_error && a.eval_csv.empty()) throw ConfigError("--report-error", "needs --eval-csv FILE");
+    if (!a.eval_csv.empty()) return run_eval_csv(a, out);
+    if (a.calibrate) return run_calibrate(a, out, probes);
+    return run_plan(a, out, err);
+  } catch (const Error& e) {
+    err << "giant plan: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace giant::planner

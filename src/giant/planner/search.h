@@ -1,0 +1,49 @@
+// The search over layouts: every dp x tp x pp split of the cluster, micro-
+// batch, schedule and interleave, ZeRO stage, recomputation, sequence
+// parallel and placement, pruned by memory, ranked by predicted step time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "giant/planner/cluster_spec.h"
+#include "giant/planner/cost_model.h"
+#include "giant/planner/layout.h"
+#include "giant/planner/model_spec.h"
+
+namespace giant::planner {
+
+struct SearchOptions {
+  LayoutFilter filter;        // fixed parts of the layout (--layout)
+  int top = 5;                // plans returned
+  int max_micro_batch = 64;
+  int max_virtual_stages = 8;
+  bool allow_sequence_parallel = true;
+  // The closed form ranks every fitting layout; this many of the best are
+  // then simulated step by step and ranked again. 0 simulates all (brute force).
+  int simulate_best = 256;
+};
+
+struct SearchResult {
+  std::vector<Estimate> best;         // fitting layouts, fastest first
+  std::optional<Estimate> least_memory;  // over all valid layouts, fitting or not
+  std::optional<Estimate> best_other_split;  // fastest with another tp x pp x dp than the winner
+  int64_t valid_layouts = 0;
+  int64_t fitting_layouts = 0;
+  int64_t simulated_layouts = 0;
+  double search_seconds = 0;
+};
+
+// `cluster` must be resolved. Layouts use all of its devices.
+SearchResult search_layouts(const ModelSpec& model, const ClusterSpec& cluster, const SearchOptions& options);
+
+// Every valid layout the search considers (for tests and brute force).
+std::vector<Layout> enumerate_layouts(const ModelSpec& model, int devices, const SearchOptions& options);
+
+// The best layout for a calibrated cluster file and a model (what
+// `parallel.auto = true` in the trainer runs). Throws giant::Error with the
+// "fits nowhere" explanation when no layout fits.
+Estimate best_layout(const ModelSpec& model, const std::string& cluster_file, const SearchOptions& options = {});
+
+}  // namespace giant::planner

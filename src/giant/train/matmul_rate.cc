@@ -1,0 +1,28 @@
+#include "giant/train/matmul_rate.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "giant/base/timer.h"
+
+namespace giant::train {
+
+double measure_gemm_flops(int64_t m, int64_t n, int64_t k, int repetitions) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor a = torch::rand({m, k}), b = torch::rand({k, n});
+  torch::Tensor c = torch::empty({m, n});
+  torch::mm_out(c, a, b);  // warm-up: pages, BLAS buffers, threads
+  std::vector<double> seconds;
+  for (int i = 0; i < std::max(repetitions, 1); ++i) {
+    Stopwatch watch;
+    torch::mm_out(c, a, b);
+    seconds.push_back(watch.seconds());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
+         seconds[seconds.size() / 2];
+}
+
+}  // namespace giant::train

@@ -1,0 +1,37 @@
+// What the trainer shows while it runs: on a terminal a live line with ETA
+// that rewrites itself, with a permanent line at each evaluation; otherwise
+// (a pipe, a log file) one plain line per step.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace giant::train {
+
+struct StepReport {
+  int64_t step = 0;  // 1-based
+  int64_t total_steps = 0;
+  double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, mfu = 0;
+  double data_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0, step_s = 0;
+  double elapsed_s = 0;  // since training started
+  bool skipped = false;
+};
+
+class Progress {
+ public:
+  Progress(std::ostream& out, bool live) : out_(out), live_(live) {}
+  void step(const StepReport& report);
+  // A permanent line (evaluations, warnings); clears the live line first.
+  void line(const std::string& text);
+  void finish();
+
+  static std::string format_eta(double seconds);
+
+ private:
+  std::ostream& out_;
+  bool live_;
+  bool live_line_shown_ = false;
+};
+
+}  // namespace giant::train

@@ -1,0 +1,277 @@
+#include "giant/train/run_config.h"
+
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "giant/base/error.h"
+
+namespace giant::train {
+namespace {
+
+std::string kind_name(TunableKind kind) {
+  switch (kind) {
+    case TunableKind::integer: return "an integer";
+    case TunableKind::real: return "a number";
+    case TunableKind::boolean: return "true or false";
+    case TunableKind::string: return "a string";
+    case TunableKind::bytes: return "a size (e.g. 25 or \"25MiB\")";
+    case TunableKind::seconds: return "a duration (e.g. 30 or \"30s\")";
+  }
+  return "a value";
+}
+
+std::string node_type_name(const toml::node& node) {
+  std::ostringstream out;
+  out << node.type();
+  return out.str();
+}
+
+// The text Tunables::set parses, after checking the TOML type fits the key.
+std::string value_text(const Tunables& keys, const std::string& key, const toml::node& node) {
+  const TunableKind kind = keys.kind(key);
+  auto wrong_type = [&] {
+    return ConfigError(key, "expects " + kind_name(kind) + ", got a TOML " + node_type_name(node));
+  };
+  switch (kind) {
+    case TunableKind::integer:
+      if (auto v = node.as_integer()) return std::to_string(v->get());
+      throw wrong_type();
+    case TunableKind::real:
+      if (auto v = node.as_integer()) return std::to_string(v->get());
+      if (auto v = node.as_floating_point()) {
+        std::ostringstream out;
+        out.precision(17);
+        out << v->get();
+        return out.str();
+      }
+      throw wrong_type();
+    case TunableKind::boolean:
+      if (auto v = node.as_boolean()) return v->get() ? "true" : "false";
+      throw wrong_type();
+    case TunableKind::string:
+      if (auto v = node.as_string()) return v->get();
+      throw wrong_type();
+    case TunableKind::bytes:
+    case TunableKind::seconds:
+      if (auto v = node.as_string()) return v->get();
+      if (auto v = node.as_integer()) return std::to_string(v->get());
+      if (auto v = node.as_floating_point()) return std::to_string(v->get());
+      throw wrong_type();
+  }
+  throw wrong_type();
+}
+
+void require_known(const Tunables& keys, const std::string& key, const std::string& where) {
+  if (!keys.has(key)) {
+    throw ConfigError(key, "unknown key" + where + " (giant train --print-config lists every key)");
+  }
+}
+
+void apply_table(Tunables& keys, const toml::table& table, const std::string& prefix,
+                 const std::string& path) {
+  for (const auto& [name, node] : table) {
+    const std::string key = prefix.empty() ? std::string(name.str())
+                                           : prefix + "." + std::string(name.str());
+    if (const toml::table* section = node.as_table()) {
+      apply_table(keys, *section, key, path);
+      continue;
+    }
+    require_known(keys, key, " in " + path);
+    keys.set(key, value_text(keys, key, node), TunableSource::config);
+  }
+}
+
+}  // namespace
+
+void define_run_keys(Tunables& k) {
+  const models::GptConfig m;
+  k.define_int("model.layers", m.layers, "transformer blocks");
+  k.define_int("model.hidden", m.hidden, "width of the residual stream");
+  k.define_int("model.heads", m.heads, "attention heads (must divide model.hidden)");
+  k.define_int("model.ffn", m.ffn, "MLP width (0: 4 x model.hidden)");
+  k.define_int("model.seq_len", m.seq_len, "tokens per sequence (the context length)");
+  k.define_int("model.vocab", m.vocab, "vocabulary size (the tokenizer's)");
+  k.define_int("model.vocab_pad", m.vocab_pad, "the embedding's rows are vocab rounded up to a multiple of this");
+  k.define_real("model.dropout", m.dropout, "dropout probability (0 disables it)");
+  k.define_real("model.init_std", m.init_std, "standard deviation of the initial weights");
+
+  k.define_int("parallel.dp", 1, "data-parallel replicas");
+  k.define_int("parallel.tp", 1, "tensor-parallel ranks per layer");
+  k.define_int("parallel.pp", 1, "pipeline stages");
+  k.define_string("parallel.schedule", "1f1b", "pipeline schedule: gpipe, 1f1b or interleaved");
+  k.define_int("parallel.virtual_stages", 1, "layer chunks per pipeline rank (interleaved schedule)");
+  k.define_string("parallel.partition", "parameters", "how layers are split into stages: parameters or uniform");
+  k.define_bool("parallel.auto", false, "let the planner choose dp, tp and pp");
+
+  k.define_int("train.global_batch", 16, "sequences per optimizer step, over all dp ranks");
+  k.define_int("train.micro_batch", 16, "sequences per micro-batch per dp rank");
+  k.define_int("train.steps", 1000, "optimizer steps");
+  k.define_real("train.lr", 2e-3, "peak learning rate");
+  k.define_real("train.min_lr", 2e-4, "learning rate at the end of the cosine decay");
+  k.define_int("train.warmup_steps", 50, "steps of linear warmup from 0");
+  k.define_real("train.weight_decay", 0.1, "AdamW decoupled weight decay (not on norms and biases)");
+  k.define_real("train.grad_clip", 1.0, "clip gradients to this global norm (0 disables)");
+  k.define_real("train.beta1", 0.9, "AdamW first-moment decay");
+  k.define_real("train.beta2", 0.95, "AdamW second-moment decay");
+  k.define_int("train.seed", 1234, "seed of the weights and of the sample order");
+  k.define_int("train.eval_every", 100, "evaluate on the validation split every this many steps (0: only at the end)");
+  k.define_int("train.eval_batches", 8, "micro-batches per evaluation");
+  k.define_int("train.threads", 2, "intra-op threads per rank");
+  k.define_int("train.max_bad_steps", 5, "stop after this many non-finite steps in a row");
+  k.define_string("train.out_dir", "runs/latest", "where metrics.jsonl, config.toml and trace.json go");
+  k.define_bool("train.trace", false, "write a Chrome trace of the first steps to out_dir/trace.json");
+  k.define_int("train.trace_steps", 3, "steps in the trace");
+  k.define_int("train.sample_tokens", 300, "tokens of text generated at the end (0: none)");
+  k.define_string("train.sample_prompt", "And God said", "prompt of the generated sample");
+  k.define_real("train.sample_temperature", 0.8, "sampling temperature of the generated sample");
+
+  k.define_string("data.path", "examples/data/kjv.txt", "training text (relative to the working directory)");
+  k.define_string("data.tokenizer", "byte", "tokenizer: byte");
+  k.define_real("data.val_fraction", 0.05, "share of the text, from its end, held out for validation");
+}
+
+void apply_config_file(Tunables& keys, const std::string& path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream where;
+    where << e.source().begin;
+    throw ConfigError("", "config file '" + path + "': " + std::string(e.description()) +
+                              " (at " + where.str() + ")");
+  }
+  apply_table(keys, table, "", path);
+}
+
+void apply_override(Tunables& keys, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError("", "--set expects key=value, got '" + assignment + "'");
+  }
+  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  require_known(keys, key, " in --set");
+  try {
+    toml::table parsed = toml::parse("value = " + text);
+    keys.set(key, value_text(keys, key, *parsed.get("value")), TunableSource::command_line);
+  } catch (const toml::parse_error&) {
+    // A bare word the shell stripped of its quotes (--set data.tokenizer="byte").
+    if (keys.kind(key) != TunableKind::string) {
+      throw ConfigError(key, "expects " + kind_name(keys.kind(key)) + ", got '" + text + "'");
+    }
+    keys.set(key, text, TunableSource::command_line);
+  }
+}
+
+RunConfig run_config_from(const Tunables& k) {
+  RunConfig c;
+  c.model.layers = k.get_int("model.layers");
+  c.model.hidden = k.get_int("model.hidden");
+  c.model.heads = k.get_int("model.heads");
+  c.model.ffn = k.get_int("model.ffn");
+  c.model.seq_len = k.get_int("model.seq_len");
+  c.model.vocab = k.get_int("model.vocab");
+  c.model.vocab_pad = k.get_int("model.vocab_pad");
+  c.model.dropout = k.get_real("model.dropout");
+  c.model.init_std = k.get_real("model.init_std");
+  c.model.validate();
+
+  auto& p = c.parallel;
+  p.dp = k.get_int("parallel.dp");
+  p.tp = k.get_int("parallel.tp");
+  p.pp = k.get_int("parallel.pp");
+  p.schedule = k.get_string("parallel.schedule");
+  p.virtual_stages = k.get_int("parallel.virtual_stages");
+  p.partition = k.get_string("parallel.partition");
+  p.automatic = k.get_bool("parallel.auto");
+  for (const char* key : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.virtual_stages"}) {
+    if (k.get_int(key) < 1) {
+      throw ConfigError(key, "must be at least 1, got " + std::to_string(k.get_int(key)));
+    }
+  }
+  if (p.schedule != "gpipe" && p.schedule != "1f1b" && p.schedule != "interleaved") {
+    throw ConfigError("parallel.schedule", "must be gpipe, 1f1b or interleaved, got '" + p.schedule + "'");
+  }
+  if (p.partition != "parameters" && p.partition != "uniform") {
+    throw ConfigError("parallel.partition", "must be parameters or uniform, got '" + p.partition + "'");
+  }
+
+  auto& t = c.train;
+  t.global_batch = k.get_int("train.global_batch");
+  t.micro_batch = k.get_int("train.micro_batch");
+  t.steps = k.get_int("train.steps");
+  t.lr = k.get_real("train.lr");
+  t.min_lr = k.get_real("train.min_lr");
+  t.warmup_steps = k.get_int("train.warmup_steps");
+  t.weight_decay = k.get_real("train.weight_decay");
+  t.grad_clip = k.get_real("train.grad_clip");
+  t.beta1 = k.get_real("train.beta1");
+  t.beta2 = k.get_real("train.beta2");
+  t.seed = k.get_int("train.seed");
+  t.eval_every = k.get_int("train.eval_every");
+  t.eval_batches = k.get_int("train.eval_batches");
+  t.threads = k.get_int("train.threads");
+  t.max_bad_steps = k.get_int("train.max_bad_steps");
+  t.out_dir = k.get_string("train.out_dir");
+  t.trace = k.get_bool("train.trace");
+  t.trace_steps = k.get_int("train.trace_steps");
+  t.sample_tokens = k.get_int("train.sample_tokens");
+  t.sample_prompt = k.get_string("train.sample_prompt");
+  t.sample_temperature = k.get_real("train.sample_temperature");
+  for (const char* key : {"train.global_batch", "train.micro_batch", "train.steps",
+                          "train.eval_batches", "train.threads", "train.max_bad_steps"}) {
+    if (k.get_int(key) < 1) {
+      throw ConfigError(key, "must be at least 1, got " + std::to_string(k.get_int(key)));
+    }
+  }
+  for (const char* key : {"train.warmup_steps", "train.eval_every", "train.trace_steps",
+                          "train.sample_tokens", "train.seed"}) {
+    if (k.get_int(key) < 0) {
+      throw ConfigError(key, "must not be negative, got " + std::to_string(k.get_int(key)));
+    }
+  }
+  if (t.global_batch % (p.dp * t.micro_batch) != 0) {
+    throw ConfigError("train.global_batch",
+                      std::to_string(t.global_batch) + " is not divisible by parallel.dp x train.micro_batch = " +
+                          std::to_string(p.dp) + " x " + std::to_string(t.micro_batch));
+  }
+  if (!(t.lr > 0)) throw ConfigError("train.lr", "must be positive");
+  if (!(t.min_lr >= 0 && t.min_lr <= t.lr)) throw ConfigError("train.min_lr", "must be in [0, train.lr]");
+  if (!(t.weight_decay >= 0)) throw ConfigError("train.weight_decay", "must not be negative");
+  if (!(t.grad_clip >= 0)) throw ConfigError("train.grad_clip", "must not be negative (0 disables clipping)");
+  if (!(t.beta1 >= 0 && t.beta1 < 1)) throw ConfigError("train.beta1", "must be in [0, 1)");
+  if (!(t.beta2 >= 0 && t.beta2 < 1)) throw ConfigError("train.beta2", "must be in [0, 1)");
+  if (!(t.sample_temperature > 0)) throw ConfigError("train.sample_temperature", "must be positive");
+  if (t.out_dir.empty()) throw ConfigError("train.out_dir", "must not be empty");
+
+  c.data.path = k.get_string("data.path");
+  c.data.tokenizer = k.get_string("data.tokenizer");
+  c.data.val_fraction = k.get_real("data.val_fraction");
+  if (c.data.path.empty()) throw ConfigError("data.path", "must name a text file");
+  return c;
+}
+
+std::string run_config_toml(const Tunables& keys) {
+  toml::table root;
+  for (const std::string& key : keys.names()) {
+    const auto dot = key.find('.');
+    const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
+    if (!root.contains(section)) {
+      root.insert(section, toml::table{});
+    }
+    toml::table& table = *root.get_as<toml::table>(section);
+    switch (keys.kind(key)) {
+      case TunableKind::integer:
+      case TunableKind::bytes: table.insert(name, keys.get_int(key)); break;
+      case TunableKind::real:
+      case TunableKind::seconds: table.insert(name, keys.get_real(key)); break;
+      case TunableKind::boolean: table.insert(name, keys.get_bool(key)); break;
+      case TunableKind::string: table.insert(name, keys.get_string(key)); break;
+    }
+  }
+  std::ostringstream out;
+  out << root << '\n';
+  return out.str();
+}
+
+}  // namespace giant::train

@@ -1,0 +1,68 @@
+// The run's configuration: the model.*, parallel.*, train.* and data.* keys.
+//
+// Every key lives in the typed registry (giant::Tunables) with its default
+// and help line; values come from built-in defaults < CONFIG.toml < GIANT_*
+// environment < --set key=value. Unknown keys and wrong types are
+// ConfigErrors naming the key; cross-key checks run before any work.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "giant/base/tunables.h"
+#include "giant/models/gpt_config.h"
+
+namespace giant::train {
+
+struct ParallelSettings {
+  int64_t dp = 1, tp = 1, pp = 1;
+  std::string schedule;
+  int64_t virtual_stages = 1;
+  std::string partition;
+  bool automatic = false;
+};
+
+struct TrainSettings {
+  int64_t global_batch = 0, micro_batch = 0, steps = 0;
+  double lr = 0, min_lr = 0;
+  int64_t warmup_steps = 0;
+  double weight_decay = 0, grad_clip = 0, beta1 = 0, beta2 = 0;
+  int64_t seed = 0, eval_every = 0, eval_batches = 0, threads = 0;
+  int64_t max_bad_steps = 0;
+  std::string out_dir;
+  bool trace = false;
+  int64_t trace_steps = 0;
+  int64_t sample_tokens = 0;
+  std::string sample_prompt;
+  double sample_temperature = 0;
+
+  int64_t micro_batches(int64_t dp) const { return global_batch / (dp * micro_batch); }
+};
+
+struct DataSettings {
+  std::string path, tokenizer;
+  double val_fraction = 0;
+};
+
+struct RunConfig {
+  models::GptConfig model;
+  ParallelSettings parallel;
+  TrainSettings train;
+  DataSettings data;
+};
+
+// Defines every key with its default.
+void define_run_keys(Tunables& keys);
+
+// Applies a TOML file (source: config). Errors name the file and the key.
+void apply_config_file(Tunables& keys, const std::string& path);
+// Applies one "key=value", the value read as a TOML value (source: command line).
+void apply_override(Tunables& keys, const std::string& assignment);
+
+// Reads the keys and checks them together (ConfigError naming the key).
+RunConfig run_config_from(const Tunables& keys);
+
+// The effective configuration as a TOML document that apply_config_file reads back.
+std::string run_config_toml(const Tunables& keys);
+
+}  // namespace giant::train

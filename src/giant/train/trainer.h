@@ -1,0 +1,62 @@
+// The training loop of one process: data, forward and backward over the
+// micro-batches, the non-finite guard, clipping, AdamW, evaluation, metrics,
+// progress, an optional trace, and a sample of text at the end.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "giant/train/run_config.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace giant::train {
+
+struct TrainHooks {
+  // Called after the backward passes of a step, before the guard looks at the
+  // gradients (tests inject non-finite values here).
+  std::function<void(int64_t step, const std::vector<at::Tensor>& parameters)> after_backward;
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  int64_t skipped_steps = 0;
+  double first_loss = 0, last_loss = 0;
+  double val_loss = 0;  // at the end, nats per token
+  double tokens_per_s_median = 0;
+  double mfu_median = 0;
+  double step_s_median = 0;
+  double matmul_flops = 0;  // MFU's reference rate
+  double model_flops_per_step = 0;
+  double seconds = 0;
+  std::string sample;
+};
+
+class Trainer {
+ public:
+  // Checks everything that can be checked before work starts (data file,
+  // tokenizer, sequence length against the data, output directory): errors
+  // name the key or the file. `config_toml` is saved as out_dir/config.toml.
+  Trainer(RunConfig config, std::string config_toml, std::ostream& out, bool live_progress,
+          TrainHooks hooks = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  TrainSummary run();
+
+  // The model's parameters (valid after construction).
+  std::vector<at::Tensor> parameters() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace giant::train

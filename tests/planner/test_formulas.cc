@@ -1,0 +1,171 @@
+// Every cost formula against a hand-worked case.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "giant/planner/cluster_spec.h"
+#include "giant/planner/comm_model.h"
+#include "giant/planner/compute_model.h"
+#include "giant/planner/memory_model.h"
+#include "giant/planner/model_spec.h"
+
+namespace giant::planner {
+namespace {
+
+ModelSpec small_model() {
+  ModelSpec m;
+  m.name = "small";
+  m.layers = 2;
+  m.hidden = 8;
+  m.heads = 2;
+  m.seq_len = 4;
+  m.vocab = 16;
+  m.global_batch = 4;
+  return m;
+}
+
+TEST(ModelFormulas, ParametersMatchNarayananFormula) {
+  const ModelSpec m = small_model();
+  // 12 L h^2 (1 + 13/(12h) + (V+s)/(12 L h)) = 12*2*64 + 13*8*2 + 20*8 = 1536 + 208 + 160.
+  EXPECT_DOUBLE_EQ(total_parameters(m), 1904);
+  EXPECT_DOUBLE_EQ(layer_parameters(m), 12 * 64 + 13 * 8);
+  const ModelSpec gpt = model_preset("gpt-175b");
+  const double L = gpt.layers, h = gpt.hidden, V = gpt.vocab, s = gpt.seq_len;
+  EXPECT_NEAR(total_parameters(gpt), 12 * L * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * L * h)), 1);
+  EXPECT_NEAR(total_parameters(gpt) / 1e9, 174.6, 0.1);
+}
+
+TEST(ModelFormulas, FlopsMatchNarayananFormula) {
+  const ModelSpec m = small_model();
+  // Forward of one layer, one sequence: 24 s h^2 + 4 s^2 h = 24*4*64 + 4*16*8 = 6144 + 512.
+  EXPECT_DOUBLE_EQ(layer_forward_flops(m, 1), 6656);
+  EXPECT_DOUBLE_EQ(logit_forward_flops(m, 1), 2 * 4 * 8 * 16);
+  const double B = 4, s = 4, L = 2, h = 8, V = 16;
+  EXPECT_DOUBLE_EQ(model_flops_per_iteration(m, true), 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h)));
+  EXPECT_DOUBLE_EQ(model_flops_per_iteration(m, false), 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h)));
+}
+
+TEST(MemoryFormulas, ModelStatesPerZeroStage) {
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(0, 8), 16);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(1, 4), 4 + 3);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(2, 7), 2 + 2);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(3, 16), 1);
+}
+
+TEST(MemoryFormulas, ActivationsPerRecomputationChoice) {
+  ModelSpec m = small_model();  // s b h = 4*1*8 = 32; 5 a s / h = 5*2*4/8 = 5
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 1, false, Recompute::none), 32 * (34 + 5));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, false, Recompute::none), 32 * (10 + 12 + 2.5));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, true, Recompute::none), 32 * (17 + 2.5));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, true, Recompute::selective), 32 * 17);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 2, 2, false, Recompute::full), 2 * 64);
+}
+
+TEST(MemoryFormulas, MicroBatchesInFlight) {
+  Layout l;
+  l.pp = 4;
+  l.schedule = Schedule::one_f_one_b;
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(l, 16), 4);
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(l, 2), 2);
+  l.schedule = Schedule::gpipe;
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(l, 16), 16);
+  l.schedule = Schedule::interleaved;
+  l.virtual_stages = 3;
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(l, 16), 4 * (1 + 3.0 / 12));
+  l.pp = 1;
+  EXPECT_DOUBLE_EQ(in_flight_micro_batches(l, 16), 1);
+}
+
+TEST(MemoryFormulas, PerDeviceWithoutPipeline) {
+  const ModelSpec m = small_model();
+  Layout l;  // everything 1, mb 1, zero 0
+  const MemoryBreakdown mem = memory_per_device(m, l);
+  EXPECT_DOUBLE_EQ(mem.parameters, 1904);
+  EXPECT_DOUBLE_EQ(mem.model_states, 1904 * 16);
+  EXPECT_DOUBLE_EQ(mem.activations, 2 * 32 * 39);
+  EXPECT_DOUBLE_EQ(mem.logits, 4 * 16 * 6);
+}
+
+DeviceSpec unit_device() {
+  DeviceSpec d;
+  d.type = "test";
+  d.peak_flops = 100;
+  d.memory_bytes = 1e12;
+  d.memory_bandwidth_bytes_per_s = 10;
+  d.gemm_efficiency = 0.5;
+  d.gemm_half_dim = 10;
+  return d;
+}
+
+TEST(ComputeFormulas, GemmRateCurve) {
+  const DeviceSpec d = unit_device();
+  // 0.5 * 100 / (1 + 10/10 + 10/20 + 10/40) = 50 / 2.75
+  EXPECT_DOUBLE_EQ(gemm_flops_per_s(d, 10, 20, 40), 50 / 2.75);
+  EXPECT_DOUBLE_EQ(gemm_seconds(d, 10, 20, 40, 3), 3 * 2 * 8000 / (50 / 2.75));
+  EXPECT_NEAR(gemm_flops_per_s(d, 1e12, 1e12, 1e12), 50, 1e-6);
+  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10), 28);
+}
+
+TEST(ComputeFormulas, BackwardIsTwiceForwardPlusRecomputation) {
+  const ModelSpec m = small_model();
+  const DeviceSpec d = unit_device();
+  Layout l;
+  const LayerTimes plain = layer_compute_times(m, d, l);
+  EXPECT_NEAR(plain.backward_s, 2 * plain.forward_s, 1e-12);
+  l.recompute = Recompute::full;
+  const LayerTimes full = layer_compute_times(m, d, l);
+  EXPECT_NEAR(full.backward_s, 3 * full.forward_s, 1e-12);
+  l.recompute = Recompute::selective;
+  const LayerTimes selective = layer_compute_times(m, d, l);
+  EXPECT_GT(selective.backward_s, plain.backward_s);
+  EXPECT_LT(selective.backward_s, full.backward_s);
+  // Elementwise part: 2 x activation bytes / bandwidth.
+  const double ew = 2 * layer_activation_bytes(m, 1, 1, false, Recompute::none) / 10;
+  EXPECT_NEAR(plain.forward_s - plain.forward_gemm_s, ew, 1e-9);
+}
+
+TEST(CommFormulas, AlphaBetaOfRingAndHalvingDoubling) {
+  GroupLink g;
+  g.size = 4;
+  g.bandwidth_bytes_per_s = 1e9;
+  g.latency_s = 1e-5;
+  // Ring (above 256 KiB): 2(n-1) steps, 2(n-1)/n bytes.
+  EXPECT_DOUBLE_EQ(allreduce_seconds(1e6 * 4, g), 6 * 1e-5 + 1.5 * 4e6 / 1e9);
+  // Halving-doubling: 2 log2 n steps.
+  EXPECT_DOUBLE_EQ(allreduce_seconds(1000, g), 4 * 1e-5 + 1.5 * 1000 / 1e9);
+  EXPECT_DOUBLE_EQ(reduce_scatter_seconds(4e6, g), 3e-5 + 0.75 * 4e6 / 1e9);
+  EXPECT_DOUBLE_EQ(point_to_point_seconds(1e6, g), 1e-5 + 1e-3);
+  g.size = 1;
+  EXPECT_EQ(allreduce_seconds(1e6, g), 0);
+}
+
+TEST(CommFormulas, PlacementDecidesTheLink) {
+  ClusterSpec c = cluster_preset("v100-tcp").resolved();  // 4 hosts x 8
+  Layout l;
+  l.tp = 8, l.pp = 2, l.dp = 2;
+  GroupLink tp = group_link(c, l, Axis::tp);
+  EXPECT_FALSE(tp.crosses_hosts);
+  EXPECT_DOUBLE_EQ(tp.bandwidth_bytes_per_s, 150e9 * kCollectiveGoodputRatio);
+  GroupLink dp = group_link(c, l, Axis::dp);  // stride 8: one member per host, 8 rings share the NIC
+  EXPECT_TRUE(dp.crosses_hosts);
+  EXPECT_EQ(dp.members_per_host, 1);
+  EXPECT_DOUBLE_EQ(dp.bandwidth_bytes_per_s, 12.5e9 * kTcpGoodputRatio * kCollectiveGoodputRatio / 8);
+  EXPECT_DOUBLE_EQ(dp.latency_s, 30e-6);
+  l.order = {Axis::dp, Axis::tp, Axis::pp};  // dp fastest: inside a host
+  EXPECT_FALSE(group_link(c, l, Axis::dp).crosses_hosts);
+  l.tp = 4, l.dp = 4, l.pp = 2;
+  l.order = {Axis::tp, Axis::dp, Axis::pp};  // dp stride 4: 2 per host, 4 rings per NIC
+  dp = group_link(c, l, Axis::dp);
+  EXPECT_EQ(dp.members_per_host, 2);
+  EXPECT_DOUBLE_EQ(dp.bandwidth_bytes_per_s, 12.5e9 * kTcpGoodputRatio * kCollectiveGoodputRatio / 4);
+}
+
+TEST(LinkEfficiency, TcpFromMeasuredGoodput) {
+  // The reference's veth: 956 Mbit/s goodput at 1 Gbit/s.
+  EXPECT_NEAR(kTcpGoodputRatio, 0.956, 0.001);
+  EXPECT_NEAR(default_link_efficiency(Transport::tcp), 0.956 * 1.56 / 1.6, 0.001);
+  EXPECT_DOUBLE_EQ(default_link_efficiency(Transport::rdma), 1.56 / 1.6);
+}
+
+}  // namespace
+}  // namespace giant::planner

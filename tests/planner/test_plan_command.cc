@@ -1,0 +1,92 @@
+// `giant plan` as a library function: flags, outputs and errors.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "giant/planner/plan_command.h"
+#include "giant/planner/spec_toml.h"
+
+namespace giant::planner {
+namespace {
+
+struct PlanOutput {
+  int code;
+  std::string out, err;
+};
+
+PlanOutput plan(const std::vector<std::string>& args, const CalibrationProbes* probes = nullptr) {
+  std::ostringstream out, err;
+  const int code = probes ? run_plan_command(args, out, err, *probes) : run_plan_command(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(PlanCommand, PlansAndExplains) {
+  const PlanOutput r = plan({"--model", "gpt-13b", "--cluster", "v100-tcp", "--top", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("step_s"), std::string::npos);
+  EXPECT_NE(r.out.find("why: #1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("searched"), std::string::npos);
+}
+
+TEST(PlanCommand, Json) {
+  const PlanOutput r = plan({"--model", "gpt-1.3b", "--cluster", "a100-40g-rdma", "--json", "--top", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_NE(r.out.find("\"plans\":[{\"layout\":{\"tp\":"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"components_s\""), std::string::npos);
+}
+
+TEST(PlanCommand, OneLayout) {
+  const PlanOutput r = plan({"--model", "gpt-13b", "--cluster", "v100-rdma", "--layout", "tp=4,pp=4,dp=2,mb=4,schedule=1f1b,zero=0,recompute=full,sp=0", "--top", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tp=4 pp=4 dp=2 mb=4 1f1b zero=0 recompute=full"), std::string::npos) << r.out;
+  const PlanOutput bad = plan({"--model", "gpt-13b", "--cluster", "v100-rdma", "--layout", "tp=4,pp=4,dp=4"});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("--layout"), std::string::npos) << bad.err;
+}
+
+TEST(PlanCommand, CompareBaselines) {
+  const PlanOutput r = plan({"--model", "gpt-13b", "--cluster", "a100-40g-tcp", "--compare-baselines"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("megatron tp=4 pp=4"), std::string::npos);
+  EXPECT_NE(r.out.find("zero-3 data parallel"), std::string::npos);
+  EXPECT_NE(r.out.find("RDMA -> TCP throughput loss"), std::string::npos);
+}
+
+TEST(PlanCommand, FitsNowhere) {
+  const PlanOutput r = plan({"--model", "gpt-175b", "--cluster", "v100-tcp", "--hosts", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("least memory per device"), std::string::npos) << r.err;
+}
+
+TEST(PlanCommand, ErrorsNameTheFlag) {
+  EXPECT_NE(plan({"--model", "gpt-13b"}).err.find("--cluster"), std::string::npos);
+  EXPECT_NE(plan({"--model", "nope", "--cluster", "v100-tcp"}).err.find("--model"), std::string::npos);
+  EXPECT_NE(plan({"--model", "gpt-13b", "--cluster", "/no/such.toml"}).err.find("/no/such.toml"), std::string::npos);
+  const PlanOutput unknown = plan({"--frobnicate"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("frobnicate"), std::string::npos);
+  EXPECT_NE(plan({"--report-error"}).err.find("--eval-csv"), std::string::npos);
+  EXPECT_EQ(plan({"--help"}).code, 0);
+}
+
+TEST(PlanCommand, CalibrateWithAProbeWritesAClusterFile) {
+  CalibrationProbes probes;
+  probes.device_type = "cpu";
+  // A device whose GEMM rate is 10 GFLOP/s / (1 + 32/m + 32/n + 32/k).
+  probes.gemm_flops_per_s = [](int64_t m, int64_t n, int64_t k) {
+    return 10e9 / (1 + 32.0 / m + 32.0 / n + 32.0 / k);
+  };
+  const PlanOutput r = plan({"--calibrate", "--devices", "2"}, &probes);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("calibrate=ccl_allreduce link=intra_host"), std::string::npos) << r.out;
+  const ClusterSpec c = parse_cluster_toml(r.out.substr(r.out.find("# written by")));
+  EXPECT_EQ(c.devices_per_host, 2);
+  EXPECT_NEAR(c.device.peak_flops, 10e9, 1e6);
+  EXPECT_NEAR(c.device.gemm_half_dim, 32, 1);
+  EXPECT_GT(c.intra_host.bandwidth_bytes_per_s, 0);
+  EXPECT_GT(c.inter_host.latency_s, 0);
+}
+
+}  // namespace
+}  // namespace giant::planner

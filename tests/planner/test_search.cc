@@ -1,0 +1,143 @@
+// The search against brute force on small cases; memory pruning; the
+// "fits nowhere" explanation; the planning time of GPT-175B on 1024 devices.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "giant/planner/cost_model.h"
+#include "giant/planner/plan_report.h"
+#include "giant/planner/search.h"
+
+namespace giant::planner {
+namespace {
+
+ClusterSpec small_cluster(int hosts, int per_host, double memory_gib, Transport inter) {
+  ClusterSpec c = cluster_preset("v100-tcp");
+  c.hosts = hosts;
+  c.devices_per_host = per_host;
+  c.device.memory_bytes = memory_gib * 1024.0 * 1024 * 1024;
+  c.inter_host.transport = inter;
+  return c.resolved();
+}
+
+ModelSpec model(int64_t layers, int64_t hidden, int64_t heads, int64_t seq, int64_t batch) {
+  ModelSpec m;
+  m.name = "test";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.seq_len = seq;
+  m.vocab = 51200;
+  m.global_batch = batch;
+  return m;
+}
+
+TEST(Search, MatchesBruteForceOnSmallCases) {
+  struct Case {
+    ModelSpec m;
+    ClusterSpec c;
+  };
+  const Case cases[] = {
+      {model(8, 1024, 16, 512, 16), small_cluster(2, 2, 32, Transport::tcp)},
+      {model(12, 2048, 16, 1024, 32), small_cluster(2, 4, 16, Transport::tcp)},
+      {model(16, 4096, 32, 1024, 64), small_cluster(4, 2, 32, Transport::rdma)},
+      {model(6, 768, 12, 256, 12), small_cluster(1, 3, 8, Transport::tcp)},
+  };
+  for (const Case& k : cases) {
+    SearchOptions options;
+    options.top = 1;
+    const SearchResult searched = search_layouts(k.m, k.c, options);
+    // Brute force: every layout, simulated, memory checked, the fastest.
+    double best = 1e300;
+    for (const Layout& l : enumerate_layouts(k.m, k.c.devices(), options)) {
+      const Estimate e = estimate_layout(k.m, k.c, l);
+      if (e.fits) best = std::min(best, e.time.step_s);
+    }
+    ASSERT_FALSE(searched.best.empty());
+    EXPECT_NEAR(searched.best.front().time.step_s, best, 1e-9 * best) << searched.best.front().layout.describe();
+    SearchOptions exhaustive = options;
+    exhaustive.simulate_best = 0;
+    EXPECT_NEAR(search_layouts(k.m, k.c, exhaustive).best.front().time.step_s, best, 1e-9 * best);
+  }
+}
+
+TEST(Search, EveryReturnedPlanFitsAndIsRanked) {
+  const ModelSpec m = model_preset("gpt-13b");
+  const ClusterSpec c = cluster_preset("v100-tcp").resolved();
+  SearchOptions options;
+  options.top = 10;
+  const SearchResult r = search_layouts(m, c, options);
+  ASSERT_EQ(r.best.size(), 10u);
+  for (size_t i = 0; i < r.best.size(); ++i) {
+    EXPECT_TRUE(r.best[i].fits);
+    EXPECT_LE(r.best[i].memory.total(), c.device.usable_memory());
+    EXPECT_TRUE(r.best[i].layout.why_invalid(m, c.devices()).empty());
+    if (i) EXPECT_LE(r.best[i - 1].time.step_s, r.best[i].time.step_s);
+    const StepBreakdown& t = r.best[i].time;
+    EXPECT_NEAR(t.compute_s + t.tp_comm_s + t.bubble_s + t.pp_comm_s + t.dp_comm_s + t.optimizer_s, t.step_s,
+                1e-6 * t.step_s);
+  }
+  EXPECT_GT(r.fitting_layouts, 0);
+  EXPECT_LT(r.fitting_layouts, r.valid_layouts);
+}
+
+TEST(Search, FilterFixesTheLayout) {
+  const ModelSpec m = model_preset("gpt-13b");
+  const ClusterSpec c = cluster_preset("v100-rdma").resolved();
+  SearchOptions options;
+  options.filter = parse_layout_filter("tp=4,pp=4,dp=2,schedule=1f1b,zero=0");
+  const SearchResult r = search_layouts(m, c, options);
+  ASSERT_FALSE(r.best.empty());
+  for (const Estimate& e : r.best) {
+    EXPECT_EQ(e.layout.tp, 4);
+    EXPECT_EQ(e.layout.pp, 4);
+    EXPECT_EQ(e.layout.schedule, Schedule::one_f_one_b);
+  }
+}
+
+TEST(Search, FitsNowhereExplainsTheLeastMemory) {
+  const ModelSpec m = model_preset("gpt-175b");
+  ClusterSpec c = cluster_preset("v100-tcp").resolved();
+  c.hosts = 1;
+  const SearchResult r = search_layouts(m, c, {});
+  EXPECT_TRUE(r.best.empty());
+  ASSERT_TRUE(r.least_memory.has_value());
+  const std::string why = explain_fits_nowhere(m, c, r);
+  EXPECT_NE(why.find("least memory per device"), std::string::npos) << why;
+  EXPECT_NE(why.find("would fit on"), std::string::npos) << why;
+  std::printf("%s\n", why.c_str());
+}
+
+TEST(Search, PlacementKeepsHeavyTrafficInsideAHostOnTcp) {
+  // veGiantModel's setting: the chosen plan barely notices RDMA -> TCP.
+  const ModelSpec m = model_preset("gpt-13b");
+  for (const char* pair : {"v100", "a100-40g"}) {
+    const ClusterSpec rdma = cluster_preset(std::string(pair) + "-rdma").resolved();
+    const ClusterSpec tcp = cluster_preset(std::string(pair) + "-tcp").resolved();
+    const double t_rdma = search_layouts(m, rdma, {}).best.front().time.step_s;
+    const double t_tcp = search_layouts(m, tcp, {}).best.front().time.step_s;
+    std::printf("%s gpt-13b: rdma %.3f s, tcp %.3f s, loss %.1f%%\n", pair, t_rdma, t_tcp, 100 * (1 - t_rdma / t_tcp));
+    EXPECT_LT(1 - t_rdma / t_tcp, 0.10);
+    // The Megatron-style baseline is predicted slower than the chosen plan.
+    SearchOptions megatron;
+    megatron.filter = parse_layout_filter("tp=4,pp=4,zero=0,schedule=1f1b,recompute=full,sp=0,placement=tp<dp<pp");
+    EXPECT_GT(search_layouts(m, tcp, megatron).best.front().time.step_s, t_tcp);
+  }
+}
+
+TEST(Search, Gpt175bOn1024DevicesPlansQuickly) {
+  const ModelSpec m = model_preset("gpt-175b");
+  ClusterSpec c = cluster_preset("a100-80g-ib");
+  c.hosts = 128;
+  const SearchResult r = search_layouts(m, c.resolved(), {});
+  ASSERT_FALSE(r.best.empty());
+  // Printed, not asserted: a loaded machine must not fail the suite.
+  std::printf("planner_timing model=gpt-175b devices=1024 valid=%lld fitting=%lld simulated=%lld search_s=%.3f best=\"%s\"\n",
+              static_cast<long long>(r.valid_layouts), static_cast<long long>(r.fitting_layouts),
+              static_cast<long long>(r.simulated_layouts), r.search_seconds,
+              r.best.front().layout.describe().c_str());
+}
+
+}  // namespace
+}  // namespace giant::planner

@@ -1,0 +1,109 @@
+// Presets, TOML in and out, layout strings, and their errors.
+#include <gtest/gtest.h>
+
+#include "giant/base/error.h"
+#include "giant/planner/layout.h"
+#include "giant/planner/spec_toml.h"
+
+namespace giant::planner {
+namespace {
+
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Presets, VeGiantModelGpt13b) {
+  const ModelSpec m = model_preset("gpt-13b");
+  EXPECT_EQ(m.layers, 40);
+  EXPECT_EQ(m.hidden, 5120);
+  EXPECT_EQ(m.heads, 40);
+  EXPECT_EQ(m.seq_len, 256);
+  EXPECT_EQ(m.global_batch, 1536);
+  for (const auto& name : model_preset_names()) EXPECT_NO_THROW(model_preset(name).validate()) << name;
+  for (const auto& name : cluster_preset_names()) EXPECT_NO_THROW(cluster_preset(name).validate()) << name;
+  EXPECT_NE(error_of([] { model_preset("gpt-9t"); }).find("gpt-175b"), std::string::npos);
+  EXPECT_NE(error_of([] { cluster_preset("tpu"); }).find("v100-tcp"), std::string::npos);
+}
+
+TEST(Presets, ClusterFigures) {
+  const ClusterSpec ib = cluster_preset("a100-80g-ib");
+  EXPECT_EQ(ib.devices_per_host, 8);
+  EXPECT_DOUBLE_EQ(ib.inter_host.bandwidth_bytes_per_s, 200e9);  // 8 x 200 Gb/s
+  EXPECT_EQ(ib.inter_host.transport, Transport::rdma);
+  const ClusterSpec tcp = cluster_preset("v100-tcp");
+  EXPECT_DOUBLE_EQ(tcp.inter_host.bandwidth_bytes_per_s, 12.5e9);
+  EXPECT_EQ(tcp.inter_host.transport, Transport::tcp);
+  EXPECT_DOUBLE_EQ(cluster_preset("a100-40g-rdma").inter_host.bandwidth_bytes_per_s, 100e9);
+}
+
+TEST(Toml, ModelRoundTripAndTrainerConfig) {
+  const ModelSpec m = model_preset("gpt-1.3b");
+  const ModelSpec back = parse_model_toml(model_to_toml(m));
+  EXPECT_EQ(back.layers, m.layers);
+  EXPECT_EQ(back.hidden, m.hidden);
+  EXPECT_EQ(back.global_batch, m.global_batch);
+  // A trainer config: trainer-only keys and other tables are fine.
+  const ModelSpec t = parse_model_toml(
+      "[model]\nlayers=2\nhidden=64\nheads=4\nseq_len=32\nvocab=100\ndropout=0.1\n[train]\nglobal_batch=8\nlr=3e-4\n");
+  EXPECT_EQ(t.global_batch, 8);
+  EXPECT_NE(error_of([] { parse_model_toml("[model]\nlayers=2\nhiden=64\n"); }).find("model.hiden"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_toml("[model]\nlayers=\"two\"\n"); }).find("model.layers"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_model_toml("[model\n"); }).find("TOML syntax error"), std::string::npos);
+  EXPECT_NE(error_of([] { load_model_toml("/nonexistent/m.toml"); }).find("/nonexistent/m.toml"), std::string::npos);
+}
+
+TEST(Toml, ClusterRoundTrip) {
+  ClusterSpec c = cluster_preset("v100-tcp").resolved();
+  const ClusterSpec back = parse_cluster_toml(cluster_to_toml(c));
+  EXPECT_EQ(back.hosts, c.hosts);
+  EXPECT_EQ(back.device.type, "V100");
+  EXPECT_NEAR(back.device.peak_flops, c.device.peak_flops, 1);
+  EXPECT_NEAR(back.device.memory_bytes, c.device.memory_bytes, 1);
+  EXPECT_NEAR(back.inter_host.bandwidth_bytes_per_s, c.inter_host.bandwidth_bytes_per_s, 1);
+  EXPECT_NEAR(back.inter_host.efficiency, c.inter_host.efficiency, 1e-9);
+  EXPECT_EQ(back.inter_host.transport, Transport::tcp);
+  EXPECT_DOUBLE_EQ(back.device.gemm_efficiency, c.device.gemm_efficiency);
+  const ClusterSpec gbit = parse_cluster_toml(
+      "hosts=2\ndevices_per_host=4\n[device]\ntype=\"A100\"\npeak_tflops=312\nmemory_gib=40\nmemory_gbytes_per_s=1555\n"
+      "[intra_host]\nbandwidth_gbytes_per_s=300\n[inter_host]\ntransport=\"rdma\"\nbandwidth_gbit_per_s=800\n");
+  EXPECT_DOUBLE_EQ(gbit.inter_host.bandwidth_bytes_per_s, 100e9);
+  EXPECT_NE(error_of([] { parse_cluster_toml("hosts=1\n[device]\ntype=\"x\"\npeak_tflops=1\nmemory_gib=1\nmemory_gbytes_per_s=1\nspeed=3\n"); })
+                .find("device.speed"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_cluster_toml("hosts=1\n[device]\npeak_tflops=1\nmemory_gib=1\nmemory_gbytes_per_s=1\n[inter_host]\ntransport=\"udp\"\n"); })
+                .find("inter_host.transport"),
+            std::string::npos);
+}
+
+TEST(LayoutText, ParseAndValidate) {
+  const LayoutFilter f = parse_layout_filter("tp=4,pp=4,dp=2,mb=2,schedule=interleaved,v=2,zero=1,recompute=full,sp=1,placement=dp<tp<pp");
+  EXPECT_EQ(*f.tp, 4);
+  EXPECT_EQ(*f.micro_batch, 2);
+  EXPECT_EQ(*f.schedule, Schedule::interleaved);
+  EXPECT_EQ(*f.recompute, Recompute::full);
+  EXPECT_TRUE(*f.sequence_parallel);
+  EXPECT_EQ((*f.order)[0], Axis::dp);
+  EXPECT_NE(error_of([] { parse_layout_filter("tp=4,xx=2"); }).find("--layout xx"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_layout_filter("tp=four"); }).find("--layout tp"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_layout_filter("schedule=zb"); }).find("--layout schedule"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_layout_filter("placement=tp<tp<pp"); }).find("placement"), std::string::npos);
+
+  const ModelSpec m = model_preset("gpt-13b");
+  Layout l;
+  l.tp = 3;
+  EXPECT_NE(l.why_invalid(m, 3).find("heads"), std::string::npos);
+  l.tp = 4, l.pp = 2, l.dp = 2, l.zero = 2;
+  EXPECT_NE(l.why_invalid(m, 16).find("ZeRO-2/3"), std::string::npos);
+  l.zero = 1;
+  EXPECT_TRUE(l.why_invalid(m, 16).empty());
+  EXPECT_NE(l.why_invalid(m, 32).find("32 devices"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace giant::planner
