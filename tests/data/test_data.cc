@@ -284,11 +284,7 @@ TEST(SequenceSampler, RankSlicesReproduceTheGlobalOrder) {
 
 TEST(BundledCorpus, LoadsWithTheDefaultSplit) {
   // The corpus bundled under examples/ loads and leaves room for long sequences.
-  // CMake compiles this file by its absolute path, so the tree's root is found from it.
-  std::string here = __FILE__;
-  auto tests_dir = here.rfind("tests/data/");
-  if (tests_dir == std::string::npos) GTEST_SKIP() << "source tree not found from " << here;
-  std::string path = here.substr(0, tests_dir) + "examples/data/kjv.txt";
+  const std::string path = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
   TokenCorpus corpus = TokenCorpus::load(path, ByteTokenizer(), 0.05);
   EXPECT_GT(corpus.train.size(), 3'000'000u);
   EXPECT_GT(corpus.val.size(), 100'000u);

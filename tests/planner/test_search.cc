@@ -73,7 +73,9 @@ TEST(Search, EveryReturnedPlanFitsAndIsRanked) {
     EXPECT_TRUE(r.best[i].fits);
     EXPECT_LE(r.best[i].memory.total(), c.device.usable_memory());
     EXPECT_TRUE(r.best[i].layout.why_invalid(m, c.devices()).empty());
-    if (i) EXPECT_LE(r.best[i - 1].time.step_s, r.best[i].time.step_s);
+    if (i) {
+      EXPECT_LE(r.best[i - 1].time.step_s, r.best[i].time.step_s);
+    }
     const StepBreakdown& t = r.best[i].time;
     EXPECT_NEAR(t.compute_s + t.tp_comm_s + t.bubble_s + t.pp_comm_s + t.dp_comm_s + t.optimizer_s, t.step_s,
                 1e-6 * t.step_s);

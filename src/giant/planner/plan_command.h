@@ -1,5 +1,5 @@
 // `giant plan`: the command as a library function, so apps/giant (and the
-// giant-plan stand-in) only forward their arguments. Returns the exit code;
+// tests) only forward their arguments. Returns the exit code;
 // tables and CSV go to `out`, errors to `err`.
 #pragma once
 

@@ -1,0 +1,274 @@
+// The config contract (errors name the key before any work), the trainer on
+// tiny models (overfitting, the non-finite guard, its outputs), and README
+// documenting every key.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "giant/base/error.h"
+#include "giant/train/run_config.h"
+#include "giant/train/step_guard.h"
+#include "giant/train/trainer.h"
+
+namespace giant::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/giant-train-test-XXXXXX";
+    path_ = mkdtemp(pattern);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name, const std::string& contents) const {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << contents;
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+Tunables keys_with(const std::vector<std::string>& overrides) {
+  Tunables keys;
+  define_run_keys(keys);
+  for (const auto& o : overrides) apply_override(keys, o);
+  return keys;
+}
+
+// The key a ConfigError names, or "none".
+template <class F>
+std::string error_key(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.key();
+  }
+  return "none";
+}
+
+TEST(RunConfig, DefaultsAreValid) {
+  Tunables keys = keys_with({});
+  const RunConfig c = run_config_from(keys);
+  EXPECT_EQ(c.train.micro_batches(1), c.train.global_batch / c.train.micro_batch);
+  EXPECT_EQ(c.data.tokenizer, "byte");
+}
+
+TEST(RunConfig, BadInputNamesTheKey) {
+  auto set = [](std::vector<std::string> o) { return [o] { run_config_from(keys_with(o)); }; };
+  EXPECT_EQ(error_key(set({"model.nonsense=1"})), "model.nonsense");
+  EXPECT_EQ(error_key(set({"model.layers=\"four\""})), "model.layers");
+  EXPECT_EQ(error_key(set({"model.layers=4.5"})), "model.layers");
+  EXPECT_EQ(error_key(set({"model.layers=four"})), "model.layers");
+  EXPECT_EQ(error_key(set({"train.lr=true"})), "train.lr");
+  EXPECT_EQ(error_key(set({"train.trace=1"})), "train.trace");
+  EXPECT_EQ(error_key(set({"model.heads=3"})), "model.heads");
+  EXPECT_EQ(error_key(set({"train.global_batch=10", "train.micro_batch=4"})), "train.global_batch");
+  EXPECT_EQ(error_key(set({"train.micro_batch=0"})), "train.micro_batch");
+  EXPECT_EQ(error_key(set({"parallel.schedule=zigzag"})), "parallel.schedule");
+  EXPECT_EQ(error_key(set({"train.min_lr=1.0", "train.lr=0.1"})), "train.min_lr");
+  EXPECT_EQ(error_key([] { Tunables k; define_run_keys(k); apply_override(k, "novalue"); }), "");
+}
+
+TEST(RunConfig, FileThenEnvironmentThenSet) {
+  TempDir dir;
+  const std::string path = dir.file("run.toml",
+                                    "[model]\nlayers = 3\nhidden = 64\n[train]\nlr = 1e-3\n"
+                                    "out_dir = \"somewhere\"\n[data]\nval_fraction = 0.1\n");
+  Tunables keys;
+  define_run_keys(keys);
+  apply_config_file(keys, path);
+  keys.apply_environment({{"GIANT_MODEL_HIDDEN", "128"}, {"GIANT_TRAIN_LR", "2e-3"}});
+  apply_override(keys, "train.lr=5e-4");
+  apply_override(keys, "data.tokenizer=byte");  // a bare word, as the shell leaves "byte"
+  const RunConfig c = run_config_from(keys);
+  EXPECT_EQ(c.model.layers, 3);
+  EXPECT_EQ(c.model.hidden, 128);
+  EXPECT_DOUBLE_EQ(c.train.lr, 5e-4);
+  EXPECT_DOUBLE_EQ(c.data.val_fraction, 0.1);
+  EXPECT_EQ(c.train.out_dir, "somewhere");
+
+  // The saved effective config reads back to the same values.
+  const std::string saved = dir.file("saved.toml", run_config_toml(keys));
+  Tunables again;
+  define_run_keys(again);
+  apply_config_file(again, saved);
+  for (const auto& name : keys.names()) EXPECT_EQ(again.value_text(name), keys.value_text(name)) << name;
+}
+
+TEST(RunConfig, BadFilesNameTheKeyOrTheFile) {
+  TempDir dir;
+  Tunables keys;
+  define_run_keys(keys);
+  EXPECT_EQ(error_key([&] { apply_config_file(keys, dir.file("a.toml", "[model]\nlayerz = 3\n")); }),
+            "model.layerz");
+  EXPECT_EQ(error_key([&] { apply_config_file(keys, dir.file("b.toml", "[train]\nsteps = \"many\"\n")); }),
+            "train.steps");
+  try {
+    apply_config_file(keys, dir.file("c.toml", "[model\nlayers = 3\n"));
+    FAIL() << "no error for a broken file";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.toml"), std::string::npos) << e.what();
+  }
+  try {
+    apply_config_file(keys, dir.path() + "/missing.toml");
+    FAIL() << "no error for a missing file";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.toml"), std::string::npos) << e.what();
+  }
+}
+
+// A tiny model on a tiny text, quick enough for a unit test.
+std::vector<std::string> tiny_run(const TempDir& dir, const std::string& data) {
+  return {"model.layers=1",        "model.hidden=32",       "model.heads=2",
+          "model.seq_len=16",      "train.global_batch=4",  "train.micro_batch=2",
+          "train.threads=1",       "train.eval_every=0",    "train.eval_batches=1",
+          "train.sample_tokens=0", "train.warmup_steps=5",  "data.val_fraction=0.5",
+          "data.path=\"" + data + "\"", "train.out_dir=\"" + dir.path() + "/out\""};
+}
+
+TEST(Trainer, BadDataIsRefusedBeforeAnyWork) {
+  TempDir dir;
+  auto run = [&](std::vector<std::string> extra) {
+    auto o = tiny_run(dir, dir.path() + "/text.txt");
+    o.insert(o.end(), extra.begin(), extra.end());
+    Tunables keys = keys_with(o);
+    std::ostringstream out;
+    return error_key([&] { Trainer(run_config_from(keys), "", out, false); });
+  };
+  EXPECT_EQ(run({}), "data.path");  // missing file
+  EXPECT_FALSE(fs::exists(dir.path() + "/out"));
+  dir.file("text.txt", std::string(30, 'a'));  // 15 tokens per split, seq_len 16 needs 17
+  EXPECT_EQ(run({}), "model.seq_len");
+  EXPECT_EQ(run({"model.seq_len=8"}), "none");
+  EXPECT_EQ(run({"model.seq_len=8", "data.tokenizer=\"words\""}), "data.tokenizer");
+  EXPECT_EQ(run({"model.seq_len=8", "model.vocab=100"}), "model.vocab");
+  EXPECT_EQ(run({"model.seq_len=8", "parallel.dp=2", "train.global_batch=4"}), "parallel.dp");
+}
+
+std::string text_of(size_t n) {
+  std::string text;
+  for (size_t i = 0; text.size() < n; ++i) text += "In the beginning " + std::to_string(i * 7 % 13) + ". ";
+  return text.substr(0, n);
+}
+
+TEST(Trainer, TinyModelOverfitsATinyText) {
+  TempDir dir;
+  auto o = tiny_run(dir, dir.file("text.txt", text_of(96)));  // 48 training tokens
+  o.insert(o.end(), {"train.steps=150", "train.lr=1e-2", "train.min_lr=1e-3"});
+  std::ostringstream out;
+  Trainer trainer(run_config_from(keys_with(o)), "x = 1\n", out, false);
+  const TrainSummary s = trainer.run();
+  EXPECT_GT(s.first_loss, 4.0);  // about ln 256 at the start
+  EXPECT_LT(s.last_loss, 0.3) << out.str();
+  EXPECT_EQ(s.skipped_steps, 0);
+  // What the run leaves behind.
+  std::ifstream metrics(dir.path() + "/out/metrics.jsonl");
+  std::string line;
+  int lines = 0;
+  bool val_line = false;
+  while (std::getline(metrics, line)) {
+    ++lines;
+    val_line = val_line || line.find("\"val_loss\"") != std::string::npos;
+    EXPECT_EQ(line.front(), '{');
+    EXPECT_EQ(line.back(), '}');
+  }
+  EXPECT_EQ(lines, 150 + 1 + 1);  // steps, the final evaluation, the summary
+  EXPECT_TRUE(val_line);
+  EXPECT_TRUE(fs::exists(dir.path() + "/out/config.toml"));
+  EXPECT_NE(out.str().find("step 150/150"), std::string::npos);
+}
+
+TEST(Trainer, GuardSkipsANonFiniteStepAndStopsAfterSeveral) {
+  TempDir dir;
+  auto o = tiny_run(dir, dir.file("text.txt", text_of(200)));
+  o.push_back("train.steps=6");
+  std::vector<torch::Tensor> before, after;
+  TrainHooks hooks;
+  hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& params) {
+    if (step == 2) {
+      for (const auto& p : params) before.push_back(p.detach().clone());
+      params.back().grad().view(-1)[0] = NAN;
+    }
+    if (step == 3) {
+      for (const auto& p : params) after.push_back(p.detach().clone());
+    }
+  };
+  std::ostringstream out;
+  Trainer trainer(run_config_from(keys_with(o)), "", out, false, hooks);
+  const TrainSummary s = trainer.run();
+  EXPECT_EQ(s.skipped_steps, 1);
+  EXPECT_NE(out.str().find("step 3 skipped"), std::string::npos) << out.str();
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(torch::equal(before[i], after[i])) << i;
+  EXPECT_TRUE(std::isfinite(s.last_loss));
+
+  // Non-finite every step: the run stops after train.max_bad_steps.
+  o.push_back("train.max_bad_steps=3");
+  TrainHooks always;
+  always.after_backward = [](int64_t, const std::vector<at::Tensor>& params) {
+    params.front().grad().view(-1)[0] = INFINITY;
+  };
+  Trainer diverging(run_config_from(keys_with(o)), "", out, false, always);
+  try {
+    diverging.run();
+    FAIL() << "a diverged run did not stop";
+  } catch (const ConfigError&) {
+    FAIL() << "not a config error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 steps in a row"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StepGuard, CountsRunsOfBadSteps) {
+  StepGuard guard(2);
+  EXPECT_TRUE(guard.accept(1, 1.0, 1.0));
+  EXPECT_FALSE(guard.accept(2, NAN, 1.0));
+  EXPECT_TRUE(guard.accept(3, 1.0, 1.0));
+  EXPECT_FALSE(guard.accept(4, 1.0, INFINITY));
+  EXPECT_THROW(guard.accept(5, NAN, NAN), Error);
+  EXPECT_EQ(guard.skipped_total(), 3);
+}
+
+TEST(Trainer, WritesAChromeTraceWhenAsked) {
+  TempDir dir;
+  auto o = tiny_run(dir, dir.file("text.txt", text_of(200)));
+  o.insert(o.end(), {"train.steps=3", "train.trace=true", "train.trace_steps=2", "train.sample_tokens=20"});
+  std::ostringstream out;
+  Trainer trainer(run_config_from(keys_with(o)), "", out, false);
+  const TrainSummary s = trainer.run();
+  std::ifstream trace(dir.path() + "/out/trace.json");
+  std::stringstream contents;
+  contents << trace.rdbuf();
+  EXPECT_EQ(contents.str().front(), '[');
+  EXPECT_NE(contents.str().find("giant::forward"), std::string::npos);
+  EXPECT_NE(contents.str().find("giant::backward"), std::string::npos);
+  EXPECT_EQ(s.sample.rfind("And God said", 0), 0u);
+  EXPECT_GT(s.sample.size(), std::string("And God said").size());
+  EXPECT_TRUE(fs::exists(dir.path() + "/out/sample.txt"));
+}
+
+TEST(Readme, DocumentsEveryKey) {
+  std::ifstream readme(std::string(GIANT_SOURCE_DIR) + "/README.md");
+  std::stringstream text;
+  text << readme.rdbuf();
+  Tunables keys;
+  define_run_keys(keys);
+  for (const auto& name : keys.names()) {
+    EXPECT_NE(text.str().find("`" + name + "`"), std::string::npos) << name << " is not in README.md";
+  }
+}
+
+}  // namespace
+}  // namespace giant::train
