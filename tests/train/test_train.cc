@@ -231,6 +231,30 @@ TEST(Trainer, GuardSkipsANonFiniteStepAndStopsAfterSeveral) {
   }
 }
 
+// Gradients accumulated over micro-batches equal those of one whole batch.
+TEST(Trainer, AccumulationMatchesOneWholeBatch) {
+  TempDir dir;
+  const std::string data = dir.file("text.txt", text_of(400));
+  auto first_gradients = [&](const std::string& micro_batch) {
+    auto o = tiny_run(dir, data);
+    o.insert(o.end(), {"train.steps=1", "train.micro_batch=" + micro_batch});
+    std::vector<torch::Tensor> grads;
+    TrainHooks hooks;
+    hooks.after_backward = [&](int64_t, const std::vector<at::Tensor>& params) {
+      for (const auto& p : params) grads.push_back(p.grad().clone());
+    };
+    std::ostringstream out;
+    Trainer(run_config_from(keys_with(o)), "", out, false, hooks).run();
+    return grads;
+  };
+  const auto whole = first_gradients("4"), accumulated = first_gradients("1");
+  ASSERT_EQ(whole.size(), accumulated.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    const double error = (whole[i] - accumulated[i]).norm().item<double>() / whole[i].norm().item<double>();
+    EXPECT_LT(error, 1e-5) << i;
+  }
+}
+
 TEST(StepGuard, CountsRunsOfBadSteps) {
   StepGuard guard(2);
   EXPECT_TRUE(guard.accept(1, 1.0, 1.0));

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Giant's data and tensor parallelism side by side with their bound and their
+# peer, on the model of the single-process parity bench (4 layers, hidden 256,
+# 4 heads, sequence 128, vocabulary 256, AdamW, the bundled corpus):
+#   single           giant train, 1 process x 1 thread, batch 8
+#   dp2              giant launch --nproc 2, parallel.dp=2, 1 thread each, batch 8 per rank
+#   two_independent  two concurrent single processes, no communication: the bound
+#                    for dp2 (tokens/s summed, step time the mean of the two)
+#   pytorch_ddp      bench/train/pytorch_ddp.py, DDP over gloo, 2 x 1 thread, batch 8 per rank
+#   tp2              giant launch --nproc 2, parallel.tp=2, 1 thread each, batch 8
+# R repetitions, the order of the configurations rotating by one each
+# repetition; each run reports its median over its steady steps (the first
+# step is not counted); then the median of the R medians per configuration.
+#
+# usage: bench/train/compare_parallel.sh [BUILD_DIR] [--reps 5] [--steps 20]
+#            [--configs "single dp2 two_independent pytorch_ddp tp2"]
+# Lines: `bench=train_parallel config=C rep=R tokens_per_s=.. step_s=.. comm_wait_s=..`
+# per run, `bench=train_parallel config=C median ...` per configuration, and last
+# `summary dp2_step_over_two_independent=.. dp2_tokens_over_pytorch_ddp=..
+# tp2_tokens_over_single=..` (NA where a configuration was not run).
+# comm_wait_s is the time a rank waits on communication (giant: the summary's
+# comm_wait_s_median, NA when absent; pytorch_ddp: its rank 0's exposed
+# gradient-reduction wait; 0 for the configurations without communication).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build_dir=build
+reps=5
+steps=20
+configs="single dp2 two_independent pytorch_ddp tp2"
+if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --reps) reps=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "compare_parallel.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "compare_parallel.sh: --reps must be a positive integer, got '$reps'" >&2; exit 2; }
+if ! [[ $steps =~ ^[0-9]+$ ]] || (( steps < 2 )); then
+  echo "compare_parallel.sh: --steps must be at least 2 (the first is not measured), got '$steps'" >&2; exit 2
+fi
+read -r -a config_list <<< "$configs"
+for c in "${config_list[@]}"; do
+  case $c in single|dp2|two_independent|pytorch_ddp|tp2) ;;
+    *) echo "compare_parallel.sh: --configs: unknown configuration '$c'" \
+            "(known: single dp2 two_independent pytorch_ddp tp2)" >&2; exit 2 ;;
+  esac
+done
+(( ${#config_list[@]} > 0 )) || { echo "compare_parallel.sh: --configs is empty" >&2; exit 2; }
+
+giant=$build_dir/bin/giant
+python=/usr/bin/python3   # Debian's, which has torch 1.13
+data=examples/data/kjv.txt
+[[ -x $giant ]] || { echo "compare_parallel.sh: $giant is missing (build it first)" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/giant-parallel-XXXXXX)
+
+common=(--set model.layers=4 --set model.hidden=256 --set model.heads=4 --set model.seq_len=128
+        --set model.vocab=256 --set train.threads=1 --set train.steps="$steps"
+        --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0)
+single_flags=(--set train.global_batch=8 --set train.micro_batch=8)
+dp2_flags=(--set parallel.dp=2 --set train.global_batch=16 --set train.micro_batch=8)
+tp2_flags=(--set parallel.tp=2 --set train.global_batch=8 --set train.micro_batch=8)
+launch=("$giant" launch --nproc 2 --)
+ddp=("$python" bench/train/pytorch_ddp.py --nproc 2 --threads 1 --batch 8 --layers 4 --hidden 256
+     --heads 4 --seq-len 128 --vocab 256 --steps "$steps" --warmup 1 --data "$data")
+out_flag() { printf '%s' "train.out_dir=\"$tmp/$1\""; }  # a TOML string
+
+background=()  # the concurrent runs of two_independent, stopped if the script stops early
+stop_background() { local p; for p in "${background[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap 'stop_background; rm -rf "$tmp"' EXIT
+fail() {  # log name -> shows the log and stops
+  echo "compare_parallel.sh: $2 failed; its log:" >&2
+  cat "$1" >&2
+  exit 1
+}
+# metrics.jsonl -> "tokens_per_s step_s comm_wait_s" from its summary record.
+giant_summary() {
+  "$python" -c 'import json, sys
+found = None
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line:
+        record = json.loads(line)
+        if record.get("summary"):
+            found = record
+if found is None:
+    sys.exit(sys.argv[1] + ": no summary record")
+tokens, step, comm = (found.get(k) for k in ("tokens_per_s_median", "step_s_median", "comm_wait_s_median"))
+print("%.1f %.6f %s" % (tokens, step, "NA" if comm is None else "%.6f" % comm))' "$1"
+}
+
+# Each run_* sets tokens_per_s, step_s and comm_wait_s (no subshell, so a failure stops the script).
+run_giant() {  # name, then the command line
+  local name=$1; shift
+  local log=$tmp/$name.log
+  rm -rf "${tmp:?}/$name"
+  "$@" --set "$(out_flag "$name")" > "$log" 2>&1 || fail "$log" "$name"
+  local values
+  values=$(giant_summary "$tmp/$name/metrics.jsonl" 2>> "$log") || fail "$log" "$name (reading metrics.jsonl)"
+  read -r tokens_per_s step_s comm_wait_s <<< "$values"
+}
+run_single() { run_giant single "$giant" train "${common[@]}" "${single_flags[@]}"; comm_wait_s=0; }
+run_dp2() { run_giant dp2 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}"; }
+run_tp2() { run_giant tp2 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}"; }
+run_two_independent() {
+  local i
+  background=()
+  for i in 0 1; do
+    rm -rf "${tmp:?}/independent$i"
+    "$giant" train "${common[@]}" "${single_flags[@]}" --set "$(out_flag "independent$i")" \
+      > "$tmp/independent$i.log" 2>&1 &
+    background+=($!)
+  done
+  local t0 s0 t1 s1 v0 v1
+  for i in 0 1; do wait "${background[$i]}" || fail "$tmp/independent$i.log" "two_independent (process $i)"; done
+  background=()
+  v0=$(giant_summary "$tmp/independent0/metrics.jsonl" 2>> "$tmp/independent0.log") ||
+    fail "$tmp/independent0.log" "two_independent (reading metrics.jsonl of process 0)"
+  v1=$(giant_summary "$tmp/independent1/metrics.jsonl" 2>> "$tmp/independent1.log") ||
+    fail "$tmp/independent1.log" "two_independent (reading metrics.jsonl of process 1)"
+  read -r t0 s0 _ <<< "$v0"
+  read -r t1 s1 _ <<< "$v1"
+  tokens_per_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", a + b}')
+  step_s=$(awk -v a="$s0" -v b="$s1" 'BEGIN {printf "%.6f", (a + b) / 2}')
+  comm_wait_s=0
+}
+run_pytorch_ddp() {
+  local log=$tmp/pytorch_ddp.log line
+  "${ddp[@]}" > "$log" 2>&1 || fail "$log" pytorch_ddp
+  line=$(grep '^impl=pytorch_ddp nproc=' "$log" | tail -1) || fail "$log" "pytorch_ddp (no summary line)"
+  tokens_per_s=$(sed -n 's/.* tokens_per_s_median=\([^ ]*\).*/\1/p' <<< "$line")
+  step_s=$(sed -n 's/.* step_s_median=\([^ ]*\).*/\1/p' <<< "$line")
+  comm_wait_s=$(sed -n 's/.* comm_wait_s_median=\([^ ]*\).*/\1/p' <<< "$line")
+}
+
+median() { { grep -v '^NA$' || true; } | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "NA"}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "NA" || b == "NA" || b == 0) print "NA"; else printf "%.3f", a / b}'; }
+
+echo "# torch: $("$python" -c 'import torch; print(torch.__version__)') ($python)"
+commands=(
+  "single: $giant train ${common[*]} ${single_flags[*]} --set $(out_flag single)"
+  "dp2: ${launch[*]} $giant train ${common[*]} ${dp2_flags[*]} --set $(out_flag dp2)"
+  "two_independent: 2 concurrent x $giant train ${common[*]} ${single_flags[*]} --set $(out_flag "independent\$i"), i = 0, 1"
+  "pytorch_ddp: ${ddp[*]}"
+  "tp2: ${launch[*]} $giant train ${common[*]} ${tp2_flags[*]} --set $(out_flag tp2)")
+for c in "${config_list[@]}"; do
+  for line in "${commands[@]}"; do if [[ $line == "$c: "* ]]; then echo "# $line"; fi; done
+done
+echo "# reps=$reps steps=$steps configs=\"${config_list[*]}\" (order rotates each repetition)"
+
+declare -A all_tokens all_step all_comm
+n=${#config_list[@]}
+for ((rep = 0; rep < reps; ++rep)); do
+  for ((k = 0; k < n; ++k)); do
+    c=${config_list[$(((k + rep) % n))]}
+    "run_$c"
+    echo "bench=train_parallel config=$c rep=$rep tokens_per_s=$tokens_per_s step_s=$step_s comm_wait_s=$comm_wait_s"
+    all_tokens[$c]+="$tokens_per_s " all_step[$c]+="$step_s " all_comm[$c]+="$comm_wait_s "
+  done
+done
+
+declare -A med_tokens med_step med_comm
+for c in single dp2 two_independent pytorch_ddp tp2; do med_tokens[$c]=NA med_step[$c]=NA med_comm[$c]=NA; done
+printf '%-16s %14s %10s %12s\n' config tokens_per_s step_s comm_wait_s
+for c in "${config_list[@]}"; do
+  med_tokens[$c]=$(tr ' ' '\n' <<< "${all_tokens[$c]}" | grep . | median)
+  med_step[$c]=$(tr ' ' '\n' <<< "${all_step[$c]}" | grep . | median)
+  med_comm[$c]=$(tr ' ' '\n' <<< "${all_comm[$c]}" | grep . | median)
+  printf '%-16s %14s %10s %12s\n' "$c" "${med_tokens[$c]}" "${med_step[$c]}" "${med_comm[$c]}"
+done
+for c in "${config_list[@]}"; do
+  echo "bench=train_parallel config=$c median reps=$reps steps=$steps tokens_per_s=${med_tokens[$c]} step_s=${med_step[$c]} comm_wait_s=${med_comm[$c]}"
+done
+echo "summary dp2_step_over_two_independent=$(ratio "${med_step[dp2]}" "${med_step[two_independent]}")" \
+     "dp2_tokens_over_pytorch_ddp=$(ratio "${med_tokens[dp2]}" "${med_tokens[pytorch_ddp]}")" \
+     "tp2_tokens_over_single=$(ratio "${med_tokens[tp2]}" "${med_tokens[single]}")" \
+     "reps=$reps steps=$steps"

@@ -1,0 +1,198 @@
+#include "giant/launch/launcher.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <ostream>
+
+#include "giant/base/error.h"
+#include "giant/ccl/store.h"
+#include "giant/launch/rank_process.h"
+#include "giant/launch/secret_file.h"
+#include "giant/launch/signal_pipe.h"
+#include "giant/launch/supervisor.h"
+
+namespace giant::launch {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+// `ip` usually lives in an sbin directory, often missing from a user's PATH.
+constexpr const char* kSbinPath = "/usr/local/sbin:/usr/sbin:/sbin";
+
+struct StoreEndpoint {
+  std::string bind_host = "127.0.0.1";
+  std::string advertised_host = "127.0.0.1";
+  int port = 0;  // 0: a free one
+};
+
+StoreEndpoint store_endpoint(const LaunchOptions& options, bool any_netns) {
+  StoreEndpoint endpoint;
+  const std::string& address = options.store_address;
+  if (address.empty()) {
+    if (any_netns) {
+      throw ConfigError("--store-addr",
+                        "--hosts names network namespaces, which cannot reach this machine's loopback: give "
+                        "--store-addr ADDR, an address of this machine that the namespaces reach (e.g. the "
+                        "host end of a veth pair)");
+    }
+    return endpoint;
+  }
+  auto colon = address.find(':');
+  if (std::count(address.begin(), address.end(), ':') > 1) {
+    throw ConfigError("--store-addr", "expected HOST or HOST:PORT (IPv4 or a host name), got '" + address + "'");
+  }
+  endpoint.bind_host = "0.0.0.0";
+  endpoint.advertised_host = address.substr(0, colon);
+  if (endpoint.advertised_host.empty()) {
+    throw ConfigError("--store-addr", "expected HOST or HOST:PORT, got '" + address + "'");
+  }
+  if (colon != std::string::npos) {
+    std::string text = address.substr(colon + 1);
+    const char* end = text.data() + text.size();
+    auto [parsed_to, err] = std::from_chars(text.data(), end, endpoint.port);
+    if (text.empty() || err != std::errc() || parsed_to != end || endpoint.port < 1 || endpoint.port > 65535) {
+      throw ConfigError("--store-addr", "PORT must be 1-65535, got '" + text + "' in '" + address + "'");
+    }
+  }
+  return endpoint;
+}
+
+// The hosts to use: options.hosts, or nproc ranks on `local`.
+std::vector<HostSlots> resolve_hosts(const LaunchOptions& options) {
+  if (options.hosts.empty()) {
+    if (options.nproc < 1) {
+      throw ConfigError("--nproc", "the number of ranks must be at least 1, got " + std::to_string(options.nproc));
+    }
+    HostSlots local;
+    local.kind = HostKind::local;
+    local.slots = options.nproc;
+    local.label = "local";
+    return {local};
+  }
+  int slots = total_slots(options.hosts);
+  if (options.nproc != 0 && options.nproc != slots) {
+    std::string spec;
+    for (const HostSlots& host : options.hosts) {
+      spec += (spec.empty() ? "" : ",") + host.label + ":" + std::to_string(host.slots);
+    }
+    throw ConfigError("--nproc", "--nproc is " + std::to_string(options.nproc) + " but --hosts '" + spec +
+                                     "' has " + std::to_string(slots) + " slots (omit --nproc to use the slots)");
+  }
+  return options.hosts;
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+std::string var_or(const ccl::Environment& env, const std::string& name, const std::string& fallback) {
+  auto value = env.get(name);
+  return value && !value->empty() ? *value : fallback;
+}
+
+// What each rank runs, checked before anything starts.
+struct Commands {
+  std::string local_executable;
+  std::string ip_executable;  // for netns hosts
+};
+
+Commands resolve_commands(const LaunchOptions& options, const std::vector<HostSlots>& hosts) {
+  Commands commands;
+  const std::string path = var_or(options.environment, "PATH", kDefaultPath);
+  commands.local_executable = find_executable(options.command[0], path);
+  if (commands.local_executable.empty()) {
+    throw ConfigError("command", "'" + options.command[0] + "' is not an executable file" +
+                                     (options.command[0].find('/') == std::string::npos ? " on PATH" : ""));
+  }
+  for (const HostSlots& host : hosts) {
+    if (host.kind != HostKind::netns) continue;
+    if (!exists("/run/netns/" + host.netns) && !exists("/var/run/netns/" + host.netns)) {
+      throw ConfigError("--hosts", "network namespace '" + host.netns +
+                                       "' does not exist (create it with `ip netns add " + host.netns + "`)");
+    }
+    if (commands.ip_executable.empty()) {
+      commands.ip_executable = find_executable("ip", path + ":" + kSbinPath);
+      if (commands.ip_executable.empty()) {
+        throw ConfigError("--hosts", "netns hosts need the `ip` command (iproute2), which is not installed");
+      }
+    }
+  }
+  return commands;
+}
+
+std::vector<std::string> env_list(const std::map<std::string, std::string>& vars) {
+  std::vector<std::string> list;
+  list.reserve(vars.size());
+  for (const auto& [name, value] : vars) list.push_back(name + "=" + value);
+  return list;
+}
+
+}  // namespace
+
+int run_launch(const LaunchOptions& options, std::ostream& log) {
+  if (options.command.empty() || options.command[0].empty()) {
+    throw ConfigError("command", "no command to run (giant launch --nproc N -- COMMAND [ARGS...])");
+  }
+  if (options.nproc < 0) {
+    throw ConfigError("--nproc", "the number of ranks must be at least 1, got " + std::to_string(options.nproc));
+  }
+  if (!(options.grace_seconds >= 0)) {
+    throw ConfigError("--timeout-grace", "must be at least 0 seconds, got " + std::to_string(options.grace_seconds));
+  }
+  const std::vector<HostSlots> hosts = resolve_hosts(options);
+  bool any_netns = false;
+  for (const HostSlots& host : hosts) any_netns = any_netns || host.kind == HostKind::netns;
+  const StoreEndpoint endpoint = store_endpoint(options, any_netns);
+  const Commands commands = resolve_commands(options, hosts);
+  const std::vector<RankPlacement> placements = place_ranks(hosts);
+  const int world_size = static_cast<int>(placements.size());
+
+  // Order matters for teardown (reverse): ranks end before the store, the
+  // store before the secret file goes, and signals are restored last.
+  SignalPipe signals;  // before any rank starts, so no signal is missed
+  const std::string secret = random_secret();
+  SecretFile secret_file(var_or(options.environment, "TMPDIR", "/tmp"), secret);
+  ccl::TcpStoreServer server(endpoint.bind_host, endpoint.port, secret);
+  const std::string store_address = endpoint.advertised_host + ":" + std::to_string(server.port());
+  Supervisor supervisor(options.stdout_fd, options.stderr_fd, options.grace_seconds, log);
+
+  std::map<std::string, std::string> vars = options.environment.vars();
+  vars.erase("GIANT_SECRET");  // it would win over the file and fail the handshake
+  vars["GIANT_SECRET_FILE"] = secret_file.path();
+  vars["GIANT_WORLD_SIZE"] = std::to_string(world_size);
+  vars["GIANT_STORE_ADDR"] = store_address;
+
+  std::string host_list;
+  for (const HostSlots& host : hosts) {
+    host_list += (host_list.empty() ? "" : ",") + host.label + ":" + std::to_string(host.slots);
+  }
+  log << "giant launch: " + std::to_string(world_size) + " rank" + (world_size == 1 ? "" : "s") + " on " +
+             host_list + ", store at " + store_address + "\n"
+      << std::flush;
+
+  for (const RankPlacement& placement : placements) {
+    const HostSlots& host = hosts[placement.host_index];
+    vars["GIANT_RANK"] = std::to_string(placement.rank);
+    vars["GIANT_LOCAL_RANK"] = std::to_string(placement.local_rank);
+    vars["GIANT_LOCAL_WORLD_SIZE"] = std::to_string(placement.local_world_size);
+    // Namespaces share the hostname, so host identity comes from the launcher.
+    if (!options.hosts.empty()) vars["GIANT_HOST_ID"] = placement.host_id;
+    SpawnRequest request;
+    request.env = env_list(vars);
+    if (host.kind == HostKind::netns) {
+      request.executable = commands.ip_executable;
+      request.argv = {"ip", "netns", "exec", host.netns};
+      request.argv.insert(request.argv.end(), options.command.begin(), options.command.end());
+    } else {
+      request.executable = commands.local_executable;
+      request.argv = options.command;
+    }
+    if (!supervisor.start(host.label, request)) break;
+  }
+  return supervisor.run(signals);
+}
+
+}  // namespace giant::launch

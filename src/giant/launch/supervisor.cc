@@ -1,0 +1,278 @@
+#include "giant/launch/supervisor.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ostream>
+#include <sstream>
+
+#include "giant/base/error.h"
+#include "giant/base/units.h"
+#include "giant/launch/signal_pipe.h"
+
+namespace giant::launch {
+namespace {
+
+// After the last rank has ended, how long to wait for its output pipes to
+// close: a process that left the rank's group (setsid) may hold them forever.
+constexpr double kDrainSeconds = 1.0;
+// Reads per stream per wakeup, so one chatty rank cannot starve the others.
+constexpr int kReadsPerWakeup = 4;
+constexpr size_t kReadBytes = 64 * 1024;
+
+}  // namespace
+
+struct Supervisor::Rank {
+  int index = 0;
+  std::string host_label;
+  pid_t pid = -1;
+  bool running = false;
+  bool start_failed = false;
+  std::string start_error;
+  int status = 0;
+  int signal_sent = 0;  // the first signal the launcher sent it
+  UniqueFd out;
+  UniqueFd err;
+  std::unique_ptr<LinePrefixer> out_lines;
+  std::unique_ptr<LinePrefixer> err_lines;
+
+  std::string how_it_ended() const {
+    if (start_failed) return "could not be started: " + start_error;
+    return describe_wait_status(status);
+  }
+  bool failed() const { return start_failed || !succeeded(status); }
+  int exit_status() const { return start_failed ? 127 : exit_code_of(status); }
+};
+
+Supervisor::Supervisor(int stdout_fd, int stderr_fd, double grace_seconds, std::ostream& log)
+    : stdout_fd_(stdout_fd), stderr_fd_(stderr_fd), grace_seconds_(grace_seconds), log_(log) {}
+
+Supervisor::~Supervisor() {
+  for (auto& rank : ranks_) {
+    if (!rank->running) continue;
+    ::kill(-rank->pid, SIGKILL);
+    while (::waitpid(rank->pid, &rank->status, 0) < 0 && errno == EINTR) {
+    }
+    rank->running = false;
+  }
+}
+
+void Supervisor::say(const std::string& line) {
+  log_ << "giant launch: " + line + "\n" << std::flush;  // one write for the line
+}
+
+bool Supervisor::start(const std::string& host_label, const SpawnRequest& request) {
+  auto rank = std::make_unique<Rank>();
+  rank->index = static_cast<int>(ranks_.size());
+  rank->host_label = host_label;
+  try {
+    SpawnedRank spawned = spawn_rank(request);
+    rank->pid = spawned.pid;
+    rank->running = true;
+    rank->out = std::move(spawned.stdout_fd);
+    rank->err = std::move(spawned.stderr_fd);
+    std::string prefix = LinePrefixer::rank_prefix(rank->index);
+    int out_fd = stdout_fd_;
+    int err_fd = stderr_fd_;
+    rank->out_lines = std::make_unique<LinePrefixer>(prefix, [out_fd](const std::string& l) { write_fully(out_fd, l); });
+    rank->err_lines = std::make_unique<LinePrefixer>(prefix, [err_fd](const std::string& l) { write_fully(err_fd, l); });
+    ranks_.push_back(std::move(rank));
+    return true;
+  } catch (const Error& e) {
+    rank->start_failed = true;
+    rank->start_error = e.what();
+    ranks_.push_back(std::move(rank));
+    if (first_failed_ < 0) {
+      first_failed_ = ranks_.back()->index;
+      report_failure(*ranks_.back());
+    }
+    return false;
+  }
+}
+
+std::vector<pid_t> Supervisor::pids() const {
+  std::vector<pid_t> pids;
+  for (const auto& rank : ranks_) pids.push_back(rank->pid);
+  return pids;
+}
+
+void Supervisor::signal_running(int signo) {
+  for (auto& rank : ranks_) {
+    if (!rank->running) continue;
+    ::kill(-rank->pid, signo);  // the whole group: the rank and what it started
+    if (rank->signal_sent == 0) rank->signal_sent = signo;
+  }
+}
+
+void Supervisor::begin_stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  signal_running(SIGTERM);
+  kill_at_ = Deadline::after_seconds(grace_seconds_);
+}
+
+void Supervisor::on_signal(int signo) {
+  if (signo == SIGCHLD) return;  // only a wakeup; reap() looks at every rank
+  if (stopping_) {
+    // A second Ctrl-C, or one while the ranks are being stopped: no more waiting.
+    say("got " + signal_name(signo) + " while stopping the ranks; killing them (SIGKILL)");
+    signal_running(SIGKILL);
+    kill_at_ = Deadline::never();
+    if (received_signal_ == 0 && first_failed_ < 0) received_signal_ = signo;
+    return;
+  }
+  received_signal_ = signo;
+  say("got " + signal_name(signo) + "; passing it to the ranks (SIGKILL after " + format_seconds(grace_seconds_) +
+      ")");
+  stopping_ = true;
+  signal_running(signo);
+  kill_at_ = Deadline::after_seconds(grace_seconds_);
+}
+
+void Supervisor::close_streams(Rank& rank) {
+  if (rank.out.valid()) rank.out_lines->finish();
+  if (rank.err.valid()) rank.err_lines->finish();
+  rank.out.reset();
+  rank.err.reset();
+}
+
+// Reads what the rank's pipes hold. until_eof_or_empty: keep reading until
+// nothing is left (before reporting how a rank ended, so its last words come
+// first); else a bounded number of reads per stream.
+void Supervisor::read_output(Rank& rank, bool until_eof_or_empty) {
+  char buffer[kReadBytes];
+  for (int stream = 0; stream < 2; ++stream) {
+    UniqueFd& fd = stream == 0 ? rank.out : rank.err;
+    LinePrefixer& lines = stream == 0 ? *rank.out_lines : *rank.err_lines;
+    for (int reads = 0; fd.valid() && (until_eof_or_empty || reads < kReadsPerWakeup); ++reads) {
+      ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+      if (n > 0) {
+        lines.feed(buffer, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) break;
+      lines.finish();  // end of stream (or a broken pipe): flush a partial last line
+      fd.reset();
+    }
+  }
+}
+
+void Supervisor::reap() {
+  std::vector<Rank*> ended;
+  for (auto& rank : ranks_) {
+    if (!rank->running) continue;
+    pid_t pid = ::waitpid(rank->pid, &rank->status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) continue;
+    GIANT_CHECK(pid == rank->pid, "waitpid on rank ", rank->index, " (pid ", rank->pid, ") to succeed, got errno ",
+                errno);
+    rank->running = false;
+    // What it started ends with it; its group id cannot be reused while any
+    // member is left, so this never hits a stranger.
+    ::kill(-rank->pid, SIGKILL);
+    read_output(*rank, true);
+    ended.push_back(rank.get());
+  }
+  if (first_failed_ >= 0 || stopping_) return;
+  // Ranks found ended in one sweep are ordered by cause, not by pid: a rank
+  // killed by a signal is more likely the cause than one that exited with an
+  // error after losing a peer.
+  Rank* first = nullptr;
+  for (Rank* rank : ended) {
+    if (!rank->failed()) continue;
+    bool by_signal = WIFSIGNALED(rank->status);
+    if (first == nullptr || (by_signal && !WIFSIGNALED(first->status))) first = rank;
+  }
+  if (first == nullptr) return;
+  first_failed_ = first->index;
+  report_failure(*first);
+  begin_stop();
+}
+
+void Supervisor::report_failure(const Rank& rank) {
+  bool others = false;
+  for (const auto& other : ranks_) others = others || other->running;
+  say("rank " + std::to_string(rank.index) + " " + rank.how_it_ended() +
+      (others ? "; stopping the other ranks" : ""));
+}
+
+int Supervisor::run(SignalPipe& signals) {
+  if (first_failed_ >= 0) begin_stop();  // a rank could not start
+  Deadline drain_until = Deadline::never();
+  while (true) {
+    bool any_running = false;
+    bool any_open = false;
+    for (const auto& rank : ranks_) {
+      any_running = any_running || rank->running;
+      any_open = any_open || rank->out.valid() || rank->err.valid();
+    }
+    if (!any_running) {
+      if (!any_open) break;
+      if (drain_until.is_never()) drain_until = Deadline::after_seconds(kDrainSeconds);
+      if (drain_until.expired()) break;
+    }
+
+    std::vector<pollfd> fds{{signals.read_fd(), POLLIN, 0}};
+    for (const auto& rank : ranks_) {
+      if (rank->out.valid()) fds.push_back({rank->out.get(), POLLIN, 0});
+      if (rank->err.valid()) fds.push_back({rank->err.get(), POLLIN, 0});
+    }
+    // SIGCHLD wakes the poll; the cap is a safety net, not the mechanism.
+    int timeout_ms = kill_at_.earlier(drain_until).remaining_ms(1000);
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+      throw Error(std::string("poll failed: ") + ::strerror(errno));
+    }
+
+    for (int signo : signals.take()) on_signal(signo);
+    for (auto& rank : ranks_) read_output(*rank, false);
+    reap();
+    if (kill_at_.expired()) {
+      std::string late;
+      for (const auto& rank : ranks_) {
+        if (rank->running) late += (late.empty() ? "" : ", ") + std::to_string(rank->index);
+      }
+      if (!late.empty()) {
+        say("rank(s) " + late + " still running " + format_seconds(grace_seconds_) +
+            " after being asked to stop; killing them (SIGKILL)");
+        signal_running(SIGKILL);
+      }
+      kill_at_ = Deadline::never();
+    }
+  }
+  for (auto& rank : ranks_) close_streams(*rank);
+  return finish();
+}
+
+int Supervisor::finish() {
+  int status = 0;
+  if (first_failed_ >= 0) {
+    status = ranks_[first_failed_]->exit_status();
+  } else if (received_signal_ != 0) {
+    status = 128 + received_signal_;
+  }
+  if (status == 0) return 0;
+  say("how each rank ended:");
+  for (const auto& rank : ranks_) {
+    std::string line = "  rank " + std::to_string(rank->index) + " (" + rank->host_label;
+    if (rank->pid > 0) line += ", pid " + std::to_string(rank->pid);
+    line += "): " + rank->how_it_ended();
+    if (rank->index == first_failed_) {
+      line += "  <- first to fail";
+    } else if (rank->signal_sent != 0) {
+      line += " (the launcher sent it " + signal_name(rank->signal_sent) + ")";
+    }
+    say(line);
+  }
+  if (first_failed_ >= 0) {
+    say("exit status " + std::to_string(status) + ", from rank " + std::to_string(first_failed_));
+  } else {
+    say("exit status " + std::to_string(status) + ", stopped by " + signal_name(received_signal_));
+  }
+  return status;
+}
+
+}  // namespace giant::launch
