@@ -8,6 +8,7 @@
 namespace giant::app {
 
 int train_command(const std::vector<std::string>& args);
+int launch_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
 
 }  // namespace giant::app

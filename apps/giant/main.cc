@@ -13,6 +13,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  train [CONFIG.toml] [--set key=value ...]   train a GPT (giant train --help)\n"
+    "  launch --nproc N [--hosts SPEC] -- COMMAND... run and supervise N ranks (giant launch --help)\n"
     "  bench ccl [flags]                           benchmark ccl's collectives (giant bench ccl --help)\n"
     "  plan [flags]                                choose a parallel layout (giant plan --help)\n";
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
   if (command == "train") return giant::app::train_command(rest);
+  if (command == "launch") return giant::app::launch_command(rest);
   if (command == "bench") return bench(argc, argv);
   if (command == "plan") return giant::app::plan_command(rest);
   if (command == "--help" || command == "-h" || command == "help") {

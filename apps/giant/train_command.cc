@@ -6,11 +6,14 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 
 #include "commands.h"
 #include "giant/base/error.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
+#include "giant/ccl/communicator.h"
+#include "giant/ccl/config.h"
 #include "giant/train/run_config.h"
 #include "giant/train/trainer.h"
 
@@ -32,14 +35,17 @@ int train_command(const std::vector<std::string>& args) {
     return cli.exit(e);
   }
 
+  // One registry for the run's keys and ccl's (ccl.* may be set the same ways).
   Tunables keys;
   std::string config_toml;
   train::RunConfig config;
+  const ccl::Environment env = ccl::Environment::from_process();
+  ccl::BootstrapInfo launch;
   try {
     train::define_run_keys(keys);
+    ccl::CommConfig::define_tunables(keys);
     if (!config_path.empty()) train::apply_config_file(keys, config_path);
-    std::map<std::string, std::string> env = ccl::Environment::from_process().vars();
-    keys.apply_environment(env);
+    keys.apply_environment(env.vars());
     for (const auto& assignment : overrides) train::apply_override(keys, assignment);
     if (print_config) {
       std::cout << keys.describe();
@@ -47,17 +53,33 @@ int train_command(const std::vector<std::string>& args) {
     }
     config = train::run_config_from(keys);
     config_toml = train::run_config_toml(keys);
+    // Rank and world size from giant launch, torchrun, srun or mpirun,
+    // checked against the layout before any rank connects or works.
+    launch = ccl::resolve_bootstrap(env);
+    train::check_layout(config, launch.world_size);
   } catch (const ConfigError& e) {
     std::cerr << "giant train: config error: " << e.what() << '\n';
     return 2;
   }
 
-  std::cout << "giant train: effective config (value, source):\n";
-  std::istringstream described(keys.describe());
-  for (std::string line; std::getline(described, line);) std::cout << "  " << line << '\n';
+  if (launch.rank == 0) {
+    std::cout << "giant train: effective config (value, source):\n";
+    std::istringstream described(keys.describe());
+    for (std::string line; std::getline(described, line);) std::cout << "  " << line << '\n';
+    if (launch.world_size > 1) {
+      std::cout << "giant train: " << launch.world_size << " ranks started by " << launch.source << '\n';
+    }
+  }
   try {
-    train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0);
+    std::shared_ptr<ccl::Communicator> world;
+    ccl::Bootstrap bootstrap;
+    if (launch.world_size > 1) {
+      bootstrap = ccl::bootstrap_from_environment(env, keys);
+      world = bootstrap.world;
+    }
+    train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, {}, world);
     const train::TrainSummary s = trainer.run();
+    if (launch.rank != 0) return 0;
     std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
                 "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",
                 static_cast<long long>(s.steps), s.seconds, s.val_loss, s.tokens_per_s_median,
@@ -68,6 +90,9 @@ int train_command(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {
     std::cerr << "giant train: config error: " << e.what() << '\n';
     return 2;
+  } catch (const c10::Error& e) {
+    std::cerr << "giant train: " << e.what_without_backtrace() << '\n';
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "giant train: " << e.what() << '\n';
     return 1;

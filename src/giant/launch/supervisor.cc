@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ostream>
 #include <sstream>
 
@@ -22,7 +23,17 @@ namespace {
 constexpr double kDrainSeconds = 1.0;
 // Reads per stream per wakeup, so one chatty rank cannot starve the others.
 constexpr int kReadsPerWakeup = 4;
+// Bound on reading an ended rank's pipes at once: a process that escaped its
+// group could otherwise keep the loop here.
+constexpr int kReadsAtEnd = 1024;
 constexpr size_t kReadBytes = 64 * 1024;
+
+// "SIGTERM, then SIGKILL".
+std::string sent_signals(const std::vector<int>& signals) {
+  std::string text;
+  for (int signo : signals) text += (text.empty() ? "" : ", then ") + signal_name(signo);
+  return text;
+}
 
 }  // namespace
 
@@ -34,7 +45,7 @@ struct Supervisor::Rank {
   bool start_failed = false;
   std::string start_error;
   int status = 0;
-  int signal_sent = 0;  // the first signal the launcher sent it
+  std::vector<int> signals_sent;  // by the launcher, each once, in order
   UniqueFd out;
   UniqueFd err;
   std::unique_ptr<LinePrefixer> out_lines;
@@ -104,7 +115,8 @@ void Supervisor::signal_running(int signo) {
   for (auto& rank : ranks_) {
     if (!rank->running) continue;
     ::kill(-rank->pid, signo);  // the whole group: the rank and what it started
-    if (rank->signal_sent == 0) rank->signal_sent = signo;
+    auto& sent = rank->signals_sent;
+    if (std::find(sent.begin(), sent.end(), signo) == sent.end()) sent.push_back(signo);
   }
 }
 
@@ -140,15 +152,16 @@ void Supervisor::close_streams(Rank& rank) {
   rank.err.reset();
 }
 
-// Reads what the rank's pipes hold. until_eof_or_empty: keep reading until
-// nothing is left (before reporting how a rank ended, so its last words come
-// first); else a bounded number of reads per stream.
+// Reads what the rank's pipes hold. until_eof_or_empty: read until nothing
+// is left (before reporting how a rank ended, so its last words come first);
+// else a few reads per stream, for fairness.
 void Supervisor::read_output(Rank& rank, bool until_eof_or_empty) {
   char buffer[kReadBytes];
   for (int stream = 0; stream < 2; ++stream) {
     UniqueFd& fd = stream == 0 ? rank.out : rank.err;
     LinePrefixer& lines = stream == 0 ? *rank.out_lines : *rank.err_lines;
-    for (int reads = 0; fd.valid() && (until_eof_or_empty || reads < kReadsPerWakeup); ++reads) {
+    const int max_reads = until_eof_or_empty ? kReadsAtEnd : kReadsPerWakeup;
+    for (int reads = 0; fd.valid() && reads < max_reads; ++reads) {
       ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
       if (n > 0) {
         lines.feed(buffer, static_cast<size_t>(n));
@@ -262,8 +275,8 @@ int Supervisor::finish() {
     line += "): " + rank->how_it_ended();
     if (rank->index == first_failed_) {
       line += "  <- first to fail";
-    } else if (rank->signal_sent != 0) {
-      line += " (the launcher sent it " + signal_name(rank->signal_sent) + ")";
+    } else if (!rank->signals_sent.empty()) {
+      line += " (the launcher sent it " + sent_signals(rank->signals_sent) + ")";
     }
     say(line);
   }

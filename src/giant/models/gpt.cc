@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include "giant/base/error.h"
 #include "giant/models/gpt_layers.h"
+#include "giant/parallel/tensor_parallel/layers.h"
 
 namespace giant::models {
 
@@ -10,6 +12,7 @@ parallel::LayerList gpt_layer_list(const GptConfig& config) {
   config.validate();
   const int64_t h = config.hidden, f = config.ffn_size();
   parallel::LayerList list;
+  // Counts are of the unsplit layers.
   list.add({"embedding", "GptEmbedding", (config.padded_vocab() + config.seq_len) * h,
             [config](const parallel::LayerContext& c) {
               return torch::nn::AnyModule(GptEmbedding(config, c));
@@ -31,8 +34,22 @@ parallel::LayerList gpt_layer_list(const GptConfig& config) {
   return list;
 }
 
-at::Tensor gpt_loss(const at::Tensor& logits, const at::Tensor& targets) {
-  return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+at::Tensor gpt_loss(const at::Tensor& logits, const at::Tensor& targets,
+                    const parallel::TensorParallelGroup& tp) {
+  return parallel::vocab_parallel_cross_entropy(logits, targets, tp);
+}
+
+void check_tensor_parallel(const GptConfig& config, int tp) {
+  auto require = [tp](const char* key, int64_t value, const std::string& what) {
+    if (value % tp != 0) {
+      throw ConfigError(key, what + " = " + std::to_string(value) + " does not split over parallel.tp = " +
+                                 std::to_string(tp) + " ranks");
+    }
+  };
+  require("model.heads", config.heads, "model.heads");
+  require("model.ffn", config.ffn_size(), "the MLP width (model.ffn, 0 meaning 4 x model.hidden)");
+  require("model.vocab_pad", config.padded_vocab(),
+          "the padded vocabulary (model.vocab rounded up to a multiple of model.vocab_pad)");
 }
 
 }  // namespace giant::models

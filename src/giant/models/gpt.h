@@ -11,8 +11,13 @@ namespace giant::models {
 // "embedding", "block.0" ... "block.{L-1}", "final_norm", "head".
 parallel::LayerList gpt_layer_list(const GptConfig& config);
 
-// Mean cross entropy of logits [batch, seq, padded vocab] against targets
-// [batch, seq] (int64), in nats per token.
-at::Tensor gpt_loss(const at::Tensor& logits, const at::Tensor& targets);
+// Mean cross entropy of logits [batch, seq, padded vocab / tp] against
+// targets [batch, seq] (int64), in nats per token; vocabulary-parallel over tp.
+at::Tensor gpt_loss(const at::Tensor& logits, const at::Tensor& targets,
+                    const parallel::TensorParallelGroup& tp = {});
+
+// ConfigError naming the key when the model does not split over tp ranks
+// (heads, MLP width, padded vocabulary).
+void check_tensor_parallel(const GptConfig& config, int tp);
 
 }  // namespace giant::models

@@ -7,12 +7,13 @@
 
 #include "giant/models/gpt_config.h"
 #include "giant/parallel/layer_list.h"
+#include "giant/parallel/tensor_parallel/layers.h"
 
 namespace giant::models {
 
 // Token ids [batch, seq] (int64) -> token plus learned position embedding
-// [batch, seq, hidden]. Owns the token embedding, published as "wte" for the
-// tied head.
+// [batch, seq, hidden]. Owns the token embedding (vocabulary-parallel over
+// tp), published as "wte" for the tied head.
 class GptEmbeddingImpl : public torch::nn::Module {
  public:
   GptEmbeddingImpl(const GptConfig& config, const parallel::LayerContext& context);
@@ -20,21 +21,25 @@ class GptEmbeddingImpl : public torch::nn::Module {
 
  private:
   double dropout_;
-  torch::Tensor wte_, wpe_;
+  parallel::VocabParallelEmbedding wte_{nullptr};
+  torch::Tensor wpe_;
 };
 TORCH_MODULE(GptEmbedding);
 
-// Pre-LayerNorm block: x + attention(ln1(x)), then x + mlp(ln2(x)).
+// Pre-LayerNorm block: x + attention(ln1(x)), then x + mlp(ln2(x)). Over
+// tp, the heads and the MLP's width are split (column- then row-parallel),
+// one reduction per half in each direction.
 class GptBlockImpl : public torch::nn::Module {
  public:
   GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context);
   torch::Tensor forward(torch::Tensor x);
 
  private:
-  int64_t hidden_, heads_;
+  int64_t hidden_, local_heads_;
   double dropout_;
-  torch::Tensor ln1_weight_, ln1_bias_, qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
-  torch::Tensor ln2_weight_, ln2_bias_, fc1_weight_, fc1_bias_, fc2_weight_, fc2_bias_;
+  torch::Tensor ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
+  parallel::ColumnParallelLinear qkv_{nullptr}, fc1_{nullptr};
+  parallel::RowParallelLinear proj_{nullptr}, fc2_{nullptr};
 };
 TORCH_MODULE(GptBlock);
 
@@ -49,10 +54,11 @@ class GptFinalNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GptFinalNorm);
 
-// [batch, seq, hidden] -> logits [batch, seq, padded vocab] against the token
-// embedding. Logits of the padding entries are -inf: padding is never
-// predicted. Uses the embedding's weight when it is built in the same
-// process, else holds its own copy drawn as the embedding draws it.
+// [batch, seq, hidden] -> logits [batch, seq, padded vocab / tp] against the
+// token embedding (this rank's vocabulary slice). Logits of the padding
+// entries are -inf: padding is never predicted. Uses the embedding's weight
+// when it is built in the same process, else holds its own copy drawn as the
+// embedding draws it.
 class GptHeadImpl : public torch::nn::Module {
  public:
   GptHeadImpl(const GptConfig& config, const parallel::LayerContext& context,
@@ -62,6 +68,7 @@ class GptHeadImpl : public torch::nn::Module {
 
  private:
   int64_t vocab_;
+  parallel::TensorParallelGroup tp_;
   bool owns_weight_ = false;
   torch::Tensor weight_;
 };

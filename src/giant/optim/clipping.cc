@@ -4,18 +4,34 @@
 
 #include <ATen/ATen.h>
 
+#include "giant/base/error.h"
+#include "giant/ccl/communicator.h"
+#include "giant/parallel/tensor_collectives.h"
+
 namespace giant::optim {
 
 double global_grad_norm(const std::vector<at::Tensor>& parameters) {
-  double sum_of_squares = 0.0;
-  for (const auto& p : parameters) {
-    const at::Tensor& grad = p.grad();
+  return global_grad_norm(parameters, {}, nullptr);
+}
+
+double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
+                        ccl::Communicator* shard_group) {
+  GIANT_CHECK(is_shard.empty() || is_shard.size() == parameters.size(), "is_shard has ", is_shard.size(),
+              " entries for ", parameters.size(), " parameters");
+  double shards = 0.0, replicated = 0.0;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const at::Tensor& grad = parameters[i].grad();
     if (grad.defined()) {
       const double norm = grad.norm().item<double>();
-      sum_of_squares += norm * norm;
+      (!is_shard.empty() && is_shard[i] ? shards : replicated) += norm * norm;
     }
   }
-  return std::sqrt(sum_of_squares);
+  if (shard_group != nullptr && shard_group->size() > 1) {
+    at::Tensor total = at::full({1}, shards, at::kDouble);
+    parallel::allreduce_(total, *shard_group);
+    shards = total.item<double>();
+  }
+  return std::sqrt(shards + replicated);
 }
 
 void clip_grads_to_norm(const std::vector<at::Tensor>& parameters, double norm, double max_norm) {

@@ -5,11 +5,22 @@
 
 #include <ATen/core/Tensor.h>
 
+namespace giant::ccl {
+class Communicator;
+}
+
 namespace giant::optim {
 
 // L2 norm over the gradients of all parameters (those without one skipped),
 // accumulated in double. Not finite when any gradient is not.
 double global_grad_norm(const std::vector<at::Tensor>& parameters);
+
+// The same across a tensor-parallel group: parameters marked as shards are
+// summed over `shard_group` (each shard counted once), the replicated ones
+// counted once. Every rank of the group gets the same value. Data-parallel
+// replicas need no reduction: their gradients are already averaged.
+double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
+                        ccl::Communicator* shard_group);
 
 // Scales every gradient by max_norm / norm when norm > max_norm (no-op when
 // max_norm <= 0). `norm` is global_grad_norm's result, so it can be combined

@@ -68,7 +68,9 @@ int64_t LayerList::total_parameters() const {
 }
 
 LayerStack LayerList::build(uint64_t seed, const torch::TensorOptions& options, size_t begin,
-                            size_t end) const {
+                            size_t end, TensorParallelGroup tp) const {
+  GIANT_CHECK(tp.size >= 1 && tp.rank >= 0 && tp.rank < tp.size && (tp.size == 1 || tp.comm != nullptr),
+              "bad tensor-parallel group: rank ", tp.rank, " of ", tp.size);
   GIANT_CHECK(begin <= end && end <= specs_.size(), "layer range [", begin, ", ", end,
               ") outside a list of ", specs_.size());
   LayerStack stack;
@@ -78,7 +80,7 @@ LayerStack LayerList::build(uint64_t seed, const torch::TensorOptions& options, 
     // Module names may not contain '.', layer names may.
     std::string child = spec.name;
     std::replace(child.begin(), child.end(), '.', '_');
-    LayerContext context(seed, static_cast<int64_t>(i), spec.name, options, shared);
+    LayerContext context(seed, static_cast<int64_t>(i), spec.name, options, shared, tp);
     stack->append(child, spec.build(context));
   }
   return stack;

@@ -22,7 +22,20 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 
+namespace giant::ccl {
+class Communicator;
+}
+
 namespace giant::parallel {
+
+// The tensor-parallel group a layer is built for (size 1: no splitting).
+struct TensorParallelGroup {
+  ccl::Communicator* comm = nullptr;  // null only when size is 1
+  int rank = 0;
+  int size = 1;
+  // When set, the seconds spent blocked in the group's collectives are added here.
+  double* comm_seconds = nullptr;
+};
 
 // Weights shared between layers of one process, by key.
 class SharedWeights {
@@ -39,13 +52,14 @@ class SharedWeights {
 class LayerContext {
  public:
   LayerContext(uint64_t seed, int64_t index, std::string name, torch::TensorOptions options,
-               SharedWeights& shared)
-      : seed_(seed), index_(index), name_(std::move(name)), options_(options), shared_(shared) {}
+               SharedWeights& shared, TensorParallelGroup tp = {})
+      : seed_(seed), index_(index), name_(std::move(name)), options_(options), shared_(shared), tp_(tp) {}
 
   int64_t index() const { return index_; }
   const std::string& name() const { return name_; }
   const torch::TensorOptions& options() const { return options_; }
   SharedWeights& shared() const { return shared_; }
+  const TensorParallelGroup& tp() const { return tp_; }
 
   // Normal(0, std) weights for this layer's parameter `param`.
   torch::Tensor normal(const std::string& param, at::IntArrayRef shape, double std) const;
@@ -61,6 +75,7 @@ class LayerContext {
   std::string name_;
   torch::TensorOptions options_;
   SharedWeights& shared_;
+  TensorParallelGroup tp_;
 };
 
 struct LayerSpec {
@@ -95,11 +110,13 @@ class LayerList {
   const std::vector<LayerSpec>& specs() const { return specs_; }
   int64_t total_parameters() const;
 
-  // Builds layers [begin, end) with weights seeded by `seed`.
-  LayerStack build(uint64_t seed, const torch::TensorOptions& options, size_t begin,
-                   size_t end) const;
-  LayerStack build_all(uint64_t seed, const torch::TensorOptions& options) const {
-    return build(seed, options, 0, specs_.size());
+  // Builds layers [begin, end) with weights seeded by `seed`, split for
+  // the tensor-parallel group `tp`.
+  LayerStack build(uint64_t seed, const torch::TensorOptions& options, size_t begin, size_t end,
+                   TensorParallelGroup tp = {}) const;
+  LayerStack build_all(uint64_t seed, const torch::TensorOptions& options,
+                       TensorParallelGroup tp = {}) const {
+    return build(seed, options, 0, specs_.size(), tp);
   }
 
  private:

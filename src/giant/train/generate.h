@@ -19,8 +19,9 @@ struct SampleOptions {
 };
 
 // The prompt followed by `tokens` sampled tokens, decoded. Leaves the model
-// in the mode it was in.
+// in the mode it was in. Under tensor parallelism every rank of the group
+// calls it (the logits are gathered) and gets the same text.
 std::string generate_text(parallel::LayerStack& model, const data::Tokenizer& tokenizer,
-                          const SampleOptions& options);
+                          const SampleOptions& options, const parallel::TensorParallelGroup& tp = {});
 
 }  // namespace giant::train

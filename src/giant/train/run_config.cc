@@ -103,6 +103,7 @@ void define_run_keys(Tunables& k) {
   k.define_int("parallel.virtual_stages", 1, "layer chunks per pipeline rank (interleaved schedule)");
   k.define_string("parallel.partition", "parameters", "how layers are split into stages: parameters or uniform");
   k.define_bool("parallel.auto", false, "let the planner choose dp, tp and pp");
+  k.define_real("parallel.bucket_mb", 4, "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)");
 
   k.define_int("train.global_batch", 16, "sequences per optimizer step, over all dp ranks");
   k.define_int("train.micro_batch", 16, "sequences per micro-batch per dp rank");
@@ -184,6 +185,8 @@ RunConfig run_config_from(const Tunables& k) {
   p.virtual_stages = k.get_int("parallel.virtual_stages");
   p.partition = k.get_string("parallel.partition");
   p.automatic = k.get_bool("parallel.auto");
+  p.bucket_mb = k.get_real("parallel.bucket_mb");
+  if (!(p.bucket_mb > 0)) throw ConfigError("parallel.bucket_mb", "must be positive");
   for (const char* key : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.virtual_stages"}) {
     if (k.get_int(key) < 1) {
       throw ConfigError(key, "must be at least 1, got " + std::to_string(k.get_int(key)));

@@ -20,6 +20,7 @@ struct ParallelSettings {
   int64_t virtual_stages = 1;
   std::string partition;
   bool automatic = false;
+  double bucket_mb = 4;
 };
 
 struct TrainSettings {

@@ -11,6 +11,7 @@
 
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
+#include "giant/ccl/communicator.h"
 #include "giant/data/corpus.h"
 #include "giant/data/sampler.h"
 #include "giant/data/tokenizer.h"
@@ -18,6 +19,10 @@
 #include "giant/optim/adamw.h"
 #include "giant/optim/clipping.h"
 #include "giant/optim/lr_schedule.h"
+#include "giant/parallel/data_parallel/gradient_reducer.h"
+#include "giant/parallel/mesh.h"
+#include "giant/parallel/tensor_collectives.h"
+#include "giant/parallel/tensor_parallel/layers.h"
 #include "giant/train/generate.h"
 #include "giant/train/matmul_rate.h"
 #include "giant/train/metrics_log.h"
@@ -44,11 +49,39 @@ constexpr uint64_t kValidationSeedOffset = 0x5eed0001;
 
 }  // namespace
 
+void check_layout(const RunConfig& c, int world_size) {
+  const auto& p = c.parallel;
+  if (p.automatic) {
+    throw ConfigError("parallel.auto", "automatic layouts are not available in giant train yet; "
+                                       "run `giant plan` and set parallel.dp and parallel.tp");
+  }
+  if (p.pp > 1) {
+    throw ConfigError("parallel.pp", "pipeline parallelism is not available yet (parallel.pp must be 1)");
+  }
+  if (p.dp * p.pp * p.tp != world_size) {
+    throw ConfigError("parallel.dp", "parallel.dp x parallel.pp x parallel.tp = " + std::to_string(p.dp) + " x " +
+                                         std::to_string(p.pp) + " x " + std::to_string(p.tp) + " = " +
+                                         std::to_string(p.dp * p.pp * p.tp) + ", but " +
+                                         std::to_string(world_size) + " rank(s) were started" +
+                                         (world_size == 1 ? " (start several with giant launch)" : ""));
+  }
+  models::check_tensor_parallel(c.model, static_cast<int>(p.tp));
+}
+
 struct Trainer::State {
   RunConfig config;
+  std::ostream null_stream{nullptr};  // what ranks other than 0 print to
   std::ostream& out;
   Progress progress;
   TrainHooks hooks;
+  bool leader = true;  // world rank 0: prints and writes files
+  std::shared_ptr<ccl::Communicator> world;
+  std::unique_ptr<parallel::Mesh> mesh;
+  parallel::TensorParallelGroup tp;
+  double tp_comm_seconds = 0;  // accumulated by the tensor-parallel layers
+  std::unique_ptr<parallel::GradientReducer> reducer;
+  std::vector<std::string> parameter_names;
+  std::vector<bool> is_shard;
   std::unique_ptr<data::Tokenizer> tokenizer;
   data::TokenCorpus corpus;
   std::optional<data::SequenceSampler> train_sampler, val_sampler;
@@ -58,8 +91,23 @@ struct Trainer::State {
   std::unique_ptr<MetricsLog> metrics;
   std::filesystem::path out_dir;
 
-  State(RunConfig c, std::ostream& o, bool live, TrainHooks h)
-      : config(std::move(c)), out(o), progress(o, live), hooks(std::move(h)) {}
+  State(RunConfig c, std::ostream& o, bool live, TrainHooks h, bool is_leader)
+      : config(std::move(c)),
+        out(is_leader ? o : null_stream),
+        progress(out, live && is_leader),
+        hooks(std::move(h)),
+        leader(is_leader) {}
+
+  int dp_rank() const { return mesh ? mesh->dp_rank() : 0; }
+  int64_t world_size() const { return world ? world->size() : 1; }
+
+  // The mean over the data-parallel replicas (identical on every rank).
+  double dp_mean(double value) const {
+    if (!mesh || mesh->shape().dp == 1) return value;
+    at::Tensor t = torch::full({1}, value, torch::kDouble);
+    parallel::allreduce_(t, mesh->dp(), ccl::ReduceOp::avg);
+    return t.item<double>();
+  }
 
   // Fills one micro-batch of global sample indices [first, first + count).
   void load_batch(const data::SequenceSampler& sampler, const std::vector<int32_t>& tokens,
@@ -78,7 +126,7 @@ struct Trainer::State {
     for (int64_t b = 0; b < t.eval_batches; ++b) {
       torch::Tensor inputs, targets;
       load_batch(*val_sampler, corpus.val, b * t.micro_batch, t.micro_batch, inputs, targets);
-      total += models::gpt_loss(model->forward(inputs), targets).item<double>();
+      total += models::gpt_loss(model->forward(inputs), targets, tp).item<double>();
     }
     model->train();
     return total / static_cast<double>(t.eval_batches);
@@ -86,15 +134,12 @@ struct Trainer::State {
 };
 
 Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, bool live_progress,
-                 TrainHooks hooks)
-    : state_(std::make_unique<State>(std::move(config), out, live_progress, std::move(hooks))) {
+                 TrainHooks hooks, std::shared_ptr<ccl::Communicator> world)
+    : state_(std::make_unique<State>(std::move(config), out, live_progress, std::move(hooks),
+                                     world == nullptr || world->rank() == 0)) {
   State& s = *state_;
   const RunConfig& c = s.config;
-  if (c.parallel.dp * c.parallel.tp * c.parallel.pp != 1 || c.parallel.automatic) {
-    throw ConfigError(c.parallel.automatic ? "parallel.auto" : "parallel.dp",
-                      "this trainer runs one process (dp = tp = pp = 1, auto = false); "
-                      "data, tensor and pipeline parallel training come with `giant launch`");
-  }
+  check_layout(c, world ? world->size() : 1);
   s.tokenizer = data::make_tokenizer(c.data.tokenizer);
   if (s.tokenizer->vocab_size() > c.model.vocab) {
     throw ConfigError("model.vocab", "is " + std::to_string(c.model.vocab) + " but tokenizer '" +
@@ -108,21 +153,40 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
                         seed + kValidationSeedOffset, "validation");
 
   s.out_dir = c.train.out_dir;
-  std::error_code error;
-  std::filesystem::create_directories(s.out_dir, error);
-  if (error) {
-    throw ConfigError("train.out_dir", "cannot create '" + c.train.out_dir + "': " + error.message());
+  if (s.leader) {
+    std::error_code error;
+    std::filesystem::create_directories(s.out_dir, error);
+    if (error) {
+      throw ConfigError("train.out_dir", "cannot create '" + c.train.out_dir + "': " + error.message());
+    }
+    std::ofstream saved(s.out_dir / "config.toml", std::ios::trunc);
+    saved << config_toml;
+    if (!saved) {
+      throw ConfigError("train.out_dir", "cannot write '" + (s.out_dir / "config.toml").string() + "'");
+    }
+    s.metrics = std::make_unique<MetricsLog>((s.out_dir / "metrics.jsonl").string());
   }
-  std::ofstream saved(s.out_dir / "config.toml", std::ios::trunc);
-  saved << config_toml;
-  if (!saved) {
-    throw ConfigError("train.out_dir", "cannot write '" + (s.out_dir / "config.toml").string() + "'");
-  }
-  s.metrics = std::make_unique<MetricsLog>((s.out_dir / "metrics.jsonl").string());
 
   torch::set_num_threads(static_cast<int>(c.train.threads));
-  s.model = models::gpt_layer_list(c.model).build_all(seed, torch::TensorOptions().dtype(torch::kFloat));
-  s.parameters = s.model->parameters();
+  if (world && world->size() > 1) {
+    s.world = std::move(world);
+    s.mesh = std::make_unique<parallel::Mesh>(
+        s.world, parallel::MeshShape{static_cast<int>(c.parallel.dp), static_cast<int>(c.parallel.pp),
+                                     static_cast<int>(c.parallel.tp)});
+    if (c.parallel.tp > 1) {
+      s.tp = {&s.mesh->tp(), s.mesh->tp_rank(), static_cast<int>(c.parallel.tp), &s.tp_comm_seconds};
+    }
+  }
+  s.model = models::gpt_layer_list(c.model).build_all(seed, torch::TensorOptions().dtype(torch::kFloat), s.tp);
+  for (const auto& item : s.model->named_parameters()) {
+    s.parameter_names.push_back(item.key());
+    s.parameters.push_back(item.value());
+    s.is_shard.push_back(parallel::is_tensor_parallel_shard(item.key()));
+  }
+  if (s.mesh && c.parallel.dp > 1) {
+    s.reducer = std::make_unique<parallel::GradientReducer>(
+        s.parameters, s.mesh->dp_grads(), static_cast<int64_t>(c.parallel.bucket_mb * (1 << 20)));
+  }
   optim::AdamWOptions adam;
   adam.beta1 = c.train.beta1;
   adam.beta2 = c.train.beta2;
@@ -133,12 +197,15 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
 Trainer::~Trainer() = default;
 
 std::vector<at::Tensor> Trainer::parameters() const { return state_->parameters; }
+std::vector<std::string> Trainer::parameter_names() const { return state_->parameter_names; }
 
 TrainSummary Trainer::run() {
   State& s = *state_;
   const RunConfig& c = s.config;
   const auto& t = c.train;
-  const int64_t micro_batches = t.micro_batches(1);
+  const int64_t dp = c.parallel.dp;
+  const int64_t micro_batches = t.micro_batches(dp);
+  const int64_t rank_first_sample = s.dp_rank() * (t.global_batch / dp);
   const optim::LrSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.steps};
   StepGuard step_guard(t.max_bad_steps);
 
@@ -146,15 +213,20 @@ TrainSummary Trainer::run() {
   summary.matmul_flops = measure_matmul_flops();
   summary.model_flops_per_step = c.model.train_flops_per_sequence() * static_cast<double>(t.global_batch);
   const double tokens_per_step = static_cast<double>(t.global_batch * c.model.seq_len);
+  s.progress.line("layout: dp " + std::to_string(c.parallel.dp) + " x tp " + std::to_string(c.parallel.tp) +
+                  " on " + std::to_string(s.world_size()) + " rank(s), " + std::to_string(micro_batches) +
+                  " micro-batch(es) of " + std::to_string(t.micro_batch) + " per rank per step" +
+                  (s.reducer ? ", " + std::to_string(s.reducer->num_buckets()) + " gradient bucket(s)" : ""));
   s.progress.line("model: " + std::to_string(c.model.parameter_count()) + " parameters, " +
                   fixed(summary.model_flops_per_step / 1e9, 1) + " GFLOP per step; matmul reference " +
                   fixed(summary.matmul_flops / 1e9, 1) + " GFLOP/s on " + std::to_string(t.threads) +
                   " thread(s); data: " + std::to_string(s.corpus.train.size()) + " train and " +
                   std::to_string(s.corpus.val.size()) + " validation tokens");
 
-  std::vector<double> tokens_per_s, mfu, step_seconds;
+  std::vector<double> tokens_per_s, mfu, step_seconds, comm_waits;
+  const double world_flops = summary.matmul_flops * static_cast<double>(s.world_size());
   std::unique_ptr<torch::autograd::profiler::RecordProfile> trace;
-  if (t.trace && t.trace_steps > 0) {
+  if (t.trace && t.trace_steps > 0 && s.leader) {
     trace = std::make_unique<torch::autograd::profiler::RecordProfile>((s.out_dir / "trace.json").string());
   }
   Stopwatch run_watch;
@@ -162,40 +234,54 @@ TrainSummary Trainer::run() {
   for (int64_t step = 0; step < t.steps; ++step) {
     Stopwatch step_watch;
     double data_s = 0, forward_s = 0, backward_s = 0, loss_sum = 0;
-    s.optimizer->zero_grad();
+    s.tp_comm_seconds = 0;
+    if (s.reducer) {
+      s.reducer->zero_grad();
+    } else {
+      s.optimizer->zero_grad();
+    }
     for (int64_t m = 0; m < micro_batches; ++m) {
       torch::Tensor inputs, targets, loss;
       {
         RECORD_USER_SCOPE("giant::data");
         Stopwatch watch;
-        s.load_batch(*s.train_sampler, s.corpus.train, step * t.global_batch + m * t.micro_batch,
-                     t.micro_batch, inputs, targets);
+        s.load_batch(*s.train_sampler, s.corpus.train,
+                     step * t.global_batch + rank_first_sample + m * t.micro_batch, t.micro_batch, inputs,
+                     targets);
         data_s += watch.seconds();
       }
       {
         RECORD_USER_SCOPE("giant::forward");
         Stopwatch watch;
-        loss = models::gpt_loss(s.model->forward(inputs), targets);
+        loss = models::gpt_loss(s.model->forward(inputs), targets, s.tp);
         forward_s += watch.seconds();
       }
       {
         RECORD_USER_SCOPE("giant::backward");
         Stopwatch watch;
+        if (s.reducer) s.reducer->begin_micro_batch(m + 1 == micro_batches);
         (micro_batches > 1 ? loss / static_cast<double>(micro_batches) : loss).backward();
         backward_s += watch.seconds();
       }
       loss_sum += loss.item<double>();
     }
+    double comm_wait_s = 0;
+    if (s.reducer) {
+      RECORD_USER_SCOPE("giant::gradient_wait");
+      comm_wait_s = s.reducer->finish();
+      backward_s += comm_wait_s;
+    }
+    comm_wait_s += s.tp_comm_seconds;
     if (s.hooks.after_backward) s.hooks.after_backward(step, s.parameters);
 
     Stopwatch optimizer_watch;
-    const double loss = loss_sum / static_cast<double>(micro_batches);
+    const double loss = s.dp_mean(loss_sum / static_cast<double>(micro_batches));
     const double lr = schedule.at(step);
     double grad_norm = 0;
     bool applied = false;
     {
       RECORD_USER_SCOPE("giant::optimizer");
-      grad_norm = optim::global_grad_norm(s.parameters);
+      grad_norm = optim::global_grad_norm(s.parameters, s.is_shard, s.mesh ? &s.mesh->tp() : nullptr);
       applied = step_guard.accept(step + 1, loss, grad_norm);
       if (applied) {
         optim::clip_grads_to_norm(s.parameters, grad_norm, t.grad_clip);
@@ -218,7 +304,7 @@ TrainSummary Trainer::run() {
     report.grad_norm = grad_norm;
     report.step_s = step_s;
     report.tokens_per_s = tokens_per_step / step_s;
-    report.mfu = summary.model_flops_per_step / step_s / summary.matmul_flops;
+    report.mfu = summary.model_flops_per_step / step_s / world_flops;
     report.data_s = data_s;
     report.forward_s = forward_s;
     report.backward_s = backward_s;
@@ -230,7 +316,7 @@ TrainSummary Trainer::run() {
       s.progress.line("step " + std::to_string(step + 1) + " skipped: loss " + std::to_string(loss) +
                       ", gradient norm " + std::to_string(grad_norm) + " (not finite)");
     }
-    s.metrics->write(JsonRecord()
+    if (s.metrics) s.metrics->write(JsonRecord()
                          .add("step", step + 1)
                          .add("loss", loss)
                          .add("lr", lr)
@@ -242,6 +328,7 @@ TrainSummary Trainer::run() {
                          .add("forward_s", forward_s)
                          .add("backward_s", backward_s)
                          .add("optimizer_s", optimizer_s)
+                         .add("comm_wait_s", comm_wait_s)
                          .add("skipped", !applied));
     if (step == 0) summary.first_loss = loss;
     summary.last_loss = loss;
@@ -249,12 +336,13 @@ TrainSummary Trainer::run() {
       tokens_per_s.push_back(report.tokens_per_s);
       mfu.push_back(report.mfu);
       step_seconds.push_back(step_s);
+      comm_waits.push_back(comm_wait_s);
     }
 
     const bool last = step + 1 == t.steps;
     if (last || (t.eval_every > 0 && (step + 1) % t.eval_every == 0)) {
       summary.val_loss = s.evaluate();
-      s.metrics->write(JsonRecord().add("step", step + 1).add("val_loss", summary.val_loss));
+      if (s.metrics) s.metrics->write(JsonRecord().add("step", step + 1).add("val_loss", summary.val_loss));
       s.progress.line("step " + std::to_string(step + 1) + "/" + std::to_string(t.steps) +
                       "  train loss " + fixed(loss, 4) + "  val loss " + fixed(summary.val_loss, 4) +
                       "  " + fixed(median(tokens_per_s), 0) + " tok/s  MFU " +
@@ -269,6 +357,7 @@ TrainSummary Trainer::run() {
   summary.tokens_per_s_median = median(tokens_per_s);
   summary.mfu_median = median(mfu);
   summary.step_s_median = median(step_seconds);
+  summary.comm_wait_s_median = median(comm_waits);
   summary.seconds = run_watch.seconds();
 
   if (t.sample_tokens > 0) {
@@ -279,10 +368,10 @@ TrainSummary Trainer::run() {
     options.vocab = c.model.vocab;
     options.seq_len = c.model.seq_len;
     options.seed = static_cast<uint64_t>(t.seed);
-    summary.sample = generate_text(s.model, *s.tokenizer, options);
-    std::ofstream(s.out_dir / "sample.txt", std::ios::trunc) << summary.sample << '\n';
+    summary.sample = generate_text(s.model, *s.tokenizer, options, s.tp);
+    if (s.leader) std::ofstream(s.out_dir / "sample.txt", std::ios::trunc) << summary.sample << '\n';
   }
-  s.metrics->write(JsonRecord()
+  if (s.metrics) s.metrics->write(JsonRecord()
                        .add("summary", true)
                        .add("steps", summary.steps)
                        .add("skipped_steps", summary.skipped_steps)
@@ -290,6 +379,7 @@ TrainSummary Trainer::run() {
                        .add("tokens_per_s_median", summary.tokens_per_s_median)
                        .add("mfu_median", summary.mfu_median)
                        .add("step_s_median", summary.step_s_median)
+                       .add("comm_wait_s_median", summary.comm_wait_s_median)
                        .add("matmul_flops", summary.matmul_flops)
                        .add("seconds", summary.seconds)
                        .add("sample", summary.sample));

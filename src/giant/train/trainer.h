@@ -15,6 +15,9 @@
 namespace at {
 class Tensor;
 }
+namespace giant::ccl {
+class Communicator;
+}
 
 namespace giant::train {
 
@@ -32,27 +35,38 @@ struct TrainSummary {
   double tokens_per_s_median = 0;
   double mfu_median = 0;
   double step_s_median = 0;
-  double matmul_flops = 0;  // MFU's reference rate
+  double comm_wait_s_median = 0;  // per step, blocked in communication
+  double matmul_flops = 0;        // MFU's reference rate, per rank
   double model_flops_per_step = 0;
   double seconds = 0;
   std::string sample;
 };
 
+// ConfigError naming the key when the layout does not fit the world or the
+// model (dp x pp x tp against the ranks started, heads, MLP width or padded
+// vocabulary not divisible by tp, features not available yet).
+void check_layout(const RunConfig& config, int world_size);
+
 class Trainer {
  public:
-  // Checks everything that can be checked before work starts (data file,
-  // tokenizer, sequence length against the data, output directory): errors
-  // name the key or the file. `config_toml` is saved as out_dir/config.toml.
+  // Checks everything that can be checked before work starts (layout against
+  // the world, the model against tp, data file, tokenizer, sequence length
+  // against the data, output directory): errors name the key or the file.
+  // With a world of several ranks it then builds the mesh (collective) and
+  // this rank's part of the model; only world rank 0 writes output.
+  // `config_toml` is saved as out_dir/config.toml.
   Trainer(RunConfig config, std::string config_toml, std::ostream& out, bool live_progress,
-          TrainHooks hooks = {});
+          TrainHooks hooks = {}, std::shared_ptr<ccl::Communicator> world = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
   TrainSummary run();
 
-  // The model's parameters (valid after construction).
+  // This rank's parameters and their names (valid after construction), in
+  // the order the hooks see them.
   std::vector<at::Tensor> parameters() const;
+  std::vector<std::string> parameter_names() const;
 
  private:
   struct State;

@@ -1,0 +1,131 @@
+#include "giant/parallel/data_parallel/gradient_reducer.h"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/torch.h>
+
+#include "giant/base/error.h"
+#include "giant/base/timer.h"
+#include "giant/parallel/tensor_collectives.h"
+
+namespace giant::parallel {
+namespace {
+
+struct ReadyHook : torch::autograd::FunctionPostHook {
+  ReadyHook(GradientReducer* reducer, size_t parameter) : reducer_(reducer), parameter_(parameter) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    reducer_->mark_ready(parameter_);
+    return outputs;
+  }
+  GradientReducer* reducer_;
+  size_t parameter_;
+};
+
+}  // namespace
+
+GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
+                                 int64_t bucket_bytes)
+    : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()) {
+  GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
+  // Group by dtype and device too: a bucket is one flat tensor.
+  std::vector<std::vector<size_t>> groups;
+  int64_t bytes = 0;
+  for (size_t i = parameters_.size(); i-- > 0;) {
+    const at::Tensor& p = parameters_[i];
+    const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
+    const bool fits = !groups.empty() && bytes + size <= bucket_bytes &&
+                      parameters_[groups.back().front()].scalar_type() == p.scalar_type() &&
+                      parameters_[groups.back().front()].device() == p.device();
+    if (!fits) {
+      groups.emplace_back();
+      bytes = 0;
+    }
+    groups.back().push_back(i);
+    bytes += size;
+  }
+  buckets_.resize(groups.size());
+  for (size_t b = 0; b < groups.size(); ++b) {
+    int64_t elements = 0;
+    for (size_t i : groups[b]) elements += parameters_[i].numel();
+    const at::Tensor& first = parameters_[groups[b].front()];
+    buckets_[b].buffer = torch::zeros({elements}, first.options().requires_grad(false));
+    buckets_[b].parameters = groups[b].size();
+    int64_t offset = 0;
+    for (size_t i : groups[b]) {
+      at::Tensor& p = parameters_[i];
+      p.mutable_grad() = buckets_[b].buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      offset += p.numel();
+      bucket_of_[i] = b;
+    }
+  }
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    // The parameter holds its accumulator only weakly: keep it alive, or
+    // the hook would vanish with the first graph.
+    auto accumulator = torch::autograd::impl::grad_accumulator(parameters_[i]);
+    GIANT_CHECK(accumulator != nullptr, "parameter ", i, " is not a leaf that requires a gradient");
+    hook_keys_.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>(this, i)));
+    accumulators_.push_back(std::move(accumulator));
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  for (auto& bucket : buckets_) {
+    if (bucket.launched && !bucket.work.test()) {
+      // The peers are told; our buffer must outlive the operation.
+      comm_.abort("gradient reducer destroyed while a reduction was in flight");
+      try {
+        bucket.work.wait();
+      } catch (...) {
+      }
+    }
+  }
+}
+
+void GradientReducer::zero_grad() {
+  for (auto& bucket : buckets_) {
+    GIANT_CHECK(!bucket.launched, "zero_grad while a gradient reduction is in flight (call finish first)");
+    bucket.buffer.zero_();
+  }
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    GIANT_CHECK(parameters_[i].grad().defined(), "parameter ", i,
+                "'s gradient was detached from its bucket (use the reducer's zero_grad)");
+  }
+}
+
+void GradientReducer::begin_micro_batch(bool last) {
+  last_micro_batch_ = last;
+  for (auto& bucket : buckets_) bucket.ready = 0;
+  next_launch_ = 0;
+}
+
+void GradientReducer::mark_ready(size_t parameter) {
+  if (!last_micro_batch_) return;
+  Bucket& bucket = buckets_[bucket_of_[parameter]];
+  ++bucket.ready;
+  if (bucket.ready == bucket.parameters) launch_in_order();
+}
+
+void GradientReducer::launch_in_order() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].ready >= buckets_[next_launch_].parameters) {
+    Bucket& bucket = buckets_[next_launch_++];
+    if (comm_.size() > 1) {
+      bucket.work = allreduce_async(bucket.buffer, comm_, ccl::ReduceOp::avg);
+    }
+    bucket.launched = true;
+  }
+}
+
+double GradientReducer::finish() {
+  for (auto& bucket : buckets_) bucket.ready = bucket.parameters;
+  launch_in_order();
+  Stopwatch watch;
+  for (auto& bucket : buckets_) {
+    bucket.launched = false;
+    bucket.work.wait();
+  }
+  return watch.seconds();
+}
+
+}  // namespace giant::parallel

@@ -1,0 +1,72 @@
+// Data-parallel gradient averaging, overlapped with backward.
+//
+// Gradients live in a few contiguous buckets (each parameter's .grad() is a
+// view into one), so the autograd engine accumulates straight into them and
+// a bucket is reduced as one message. A post hook on each parameter's
+// gradient accumulator counts the gradients of the last micro-batch; as soon
+// as a bucket is complete its allreduce starts, asynchronously, on a
+// communicator of its own. Buckets are always launched in the same order on
+// every rank (a complete bucket waits for the ones before it), since ccl
+// matches operations by issue order. finish() launches what remains (e.g.
+// parameters the step did not use) and waits for everything.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "giant/ccl/communicator.h"
+#include "giant/ccl/work.h"
+
+namespace torch::autograd {
+struct Node;
+}
+
+namespace giant::parallel {
+
+class GradientReducer {
+ public:
+  // Parameters are bucketed in reverse order (the order backward produces
+  // their gradients), each bucket up to bucket_bytes (at least one parameter).
+  GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // Zeroes every gradient (the views stay in place). Use instead of the
+  // optimizer's zero_grad, which would detach them from the buckets.
+  void zero_grad();
+  // Call before each micro-batch's backward: only the last one's gradients
+  // are reduced (earlier ones just accumulate locally).
+  void begin_micro_batch(bool last);
+  // Launches the buckets not launched yet and waits for all; afterwards every
+  // gradient is the average over the ranks. Returns the seconds it waited.
+  double finish();
+
+  size_t num_buckets() const { return buckets_.size(); }
+  // Called by the hooks.
+  void mark_ready(size_t parameter);
+
+ private:
+  struct Bucket {
+    at::Tensor buffer;
+    size_t parameters = 0;
+    size_t ready = 0;
+    ccl::Work work;
+    bool launched = false;
+  };
+  void launch_in_order();
+
+  std::vector<at::Tensor> parameters_;
+  ccl::Communicator& comm_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hook_keys_;
+  size_t next_launch_ = 0;
+  bool last_micro_batch_ = true;
+};
+
+}  // namespace giant::parallel

@@ -1,0 +1,31 @@
+#include "giant/parallel/mesh.h"
+
+#include "giant/base/error.h"
+
+namespace giant::parallel {
+
+Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape)
+    : shape_(shape), world_(std::move(world)) {
+  GIANT_CHECK(world_ != nullptr, "a mesh needs a world communicator");
+  GIANT_CHECK(shape_.dp >= 1 && shape_.pp >= 1 && shape_.tp >= 1, "mesh axes must be at least 1, got dp ",
+              shape_.dp, " pp ", shape_.pp, " tp ", shape_.tp);
+  GIANT_CHECK(shape_.size() == world_->size(), "mesh dp x pp x tp = ", shape_.dp, " x ", shape_.pp, " x ",
+              shape_.tp, " = ", shape_.size(), " ranks, but the world has ", world_->size());
+  const int rank = world_->rank();
+  tp_rank_ = rank % shape_.tp;
+  dp_rank_ = rank / shape_.tp % shape_.dp;
+  pp_rank_ = rank / (shape_.tp * shape_.dp);
+  // Every rank splits in the same order (split is collective on the world).
+  tp_ = world_->split(pp_rank_ * shape_.dp + dp_rank_, tp_rank_);
+  dp_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_);
+  pp_ = world_->split(dp_rank_ * shape_.tp + tp_rank_, pp_rank_);
+  dp_grads_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_);
+}
+
+void Mesh::abort(const std::string& reason) const {
+  for (const auto& comm : {dp_grads_, tp_, dp_, pp_, world_}) {
+    if (comm) comm->abort(reason);
+  }
+}
+
+}  // namespace giant::parallel

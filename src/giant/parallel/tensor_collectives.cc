@@ -1,0 +1,171 @@
+#include "giant/parallel/tensor_collectives.h"
+
+#include <torch/torch.h>
+
+#include "giant/base/error.h"
+#include "giant/base/timer.h"
+#include "giant/ccl/collectives.h"
+
+namespace giant::parallel {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Host memory the collective can use: the tensor itself when it is
+// contiguous on the CPU, else a staged copy.
+at::Tensor host_view(const at::Tensor& t) {
+  return t.device().is_cpu() && t.is_contiguous() ? t : t.to(at::kCPU).contiguous();
+}
+
+// The communicator and the clock ride in the context as integers: autograd
+// saves only IValues, and both outlive the graph.
+void save_comm(AutogradContext* ctx, ccl::Communicator* comm, double* clock) {
+  ctx->saved_data["comm"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(comm));
+  ctx->saved_data["clock"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(clock));
+}
+ccl::Communicator& saved_comm(AutogradContext* ctx) {
+  return *reinterpret_cast<ccl::Communicator*>(static_cast<intptr_t>(ctx->saved_data["comm"].toInt()));
+}
+double* saved_clock(AutogradContext* ctx) {
+  return reinterpret_cast<double*>(static_cast<intptr_t>(ctx->saved_data["clock"].toInt()));
+}
+
+// Adds the lifetime of the scope to *clock, when there is one.
+class ClockScope {
+ public:
+  explicit ClockScope(double* clock) : clock_(clock) {}
+  ~ClockScope() {
+    if (clock_) *clock_ += watch_.seconds();
+  }
+
+ private:
+  double* clock_;
+  Stopwatch watch_;
+};
+
+struct CopyToRegion : torch::autograd::Function<CopyToRegion> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ccl::Communicator* comm, double* clock) {
+    save_comm(ctx, comm, clock);
+    return x.view_as(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    at::Tensor g = grads[0].contiguous().clone();
+    ClockScope timed(saved_clock(ctx));
+    allreduce_(g, saved_comm(ctx));
+    return {g, at::Tensor(), at::Tensor()};
+  }
+};
+
+struct ReduceFromRegion : torch::autograd::Function<ReduceFromRegion> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& x, ccl::Communicator* comm, double* clock) {
+    at::Tensor out = x.contiguous().clone();
+    ClockScope timed(clock);
+    allreduce_(out, *comm);
+    return out;
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    return {grads[0], at::Tensor(), at::Tensor()};
+  }
+};
+
+struct ScatterToRegion : torch::autograd::Function<ScatterToRegion> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ccl::Communicator* comm, int64_t dim,
+                            double* clock) {
+    save_comm(ctx, comm, clock);
+    ctx->saved_data["dim"] = dim;
+    return local_slice(x, comm->rank(), comm->size(), dim).clone();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    ClockScope timed(saved_clock(ctx));
+    return {allgather(grads[0], saved_comm(ctx), ctx->saved_data["dim"].toInt()), at::Tensor(), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+struct GatherFromRegion : torch::autograd::Function<GatherFromRegion> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, ccl::Communicator* comm, int64_t dim,
+                            double* clock) {
+    save_comm(ctx, comm, clock);
+    ctx->saved_data["dim"] = dim;
+    ClockScope timed(clock);
+    return allgather(x, *comm, dim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    ccl::Communicator& comm = saved_comm(ctx);
+    return {local_slice(grads[0], comm.rank(), comm.size(), ctx->saved_data["dim"].toInt()).contiguous(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+ccl::DType ccl_dtype(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return ccl::DType::f32;
+    case at::kDouble: return ccl::DType::f64;
+    case at::kHalf: return ccl::DType::f16;
+    case at::kBFloat16: return ccl::DType::bf16;
+    case at::kInt: return ccl::DType::i32;
+    case at::kLong: return ccl::DType::i64;
+    case at::kByte: return ccl::DType::u8;
+    default: break;
+  }
+  throw Error(std::string("ccl has no dtype for tensors of ") + c10::toString(type));
+}
+
+ccl::Work allreduce_async(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
+  GIANT_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
+              "allreduce_async needs contiguous host memory, got a tensor on ", tensor.device());
+  ccl::AllreduceOptions options;
+  options.input = tensor.data_ptr();
+  options.output = tensor.data_ptr();
+  options.count = static_cast<size_t>(tensor.numel());
+  options.dtype = ccl_dtype(tensor.scalar_type());
+  options.op = op;
+  return ccl::allreduce(comm, options);
+}
+
+void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
+  if (comm.size() == 1 && op != ccl::ReduceOp::avg) return;
+  at::Tensor host = host_view(tensor);
+  allreduce_async(host, comm, op).wait();
+  if (!host.is_same(tensor)) tensor.copy_(host);
+}
+
+at::Tensor allgather(const at::Tensor& tensor, ccl::Communicator& comm, int64_t dim) {
+  if (comm.size() == 1) return tensor;
+  at::Tensor host = host_view(tensor);
+  std::vector<int64_t> shape{comm.size()};
+  for (int64_t s : host.sizes()) shape.push_back(s);
+  at::Tensor gathered = at::empty(shape, host.options());
+  ccl::AllgatherOptions options;
+  options.input = host.data_ptr();
+  options.output = gathered.data_ptr();
+  options.count = static_cast<size_t>(host.numel());
+  options.dtype = ccl_dtype(host.scalar_type());
+  ccl::allgather(comm, options).wait();
+  return at::cat(gathered.unbind(0), dim).to(tensor.device());
+}
+
+at::Tensor local_slice(const at::Tensor& x, int rank, int size, int64_t dim) {
+  GIANT_CHECK(x.size(dim) % size == 0, "dimension ", dim, " of size ", x.size(dim), " does not split over ",
+              size, " ranks");
+  const int64_t part = x.size(dim) / size;
+  return x.narrow(dim, rank * part, part);
+}
+
+at::Tensor copy_to_region(const at::Tensor& x, ccl::Communicator& comm, double* comm_seconds) {
+  return comm.size() == 1 ? x : CopyToRegion::apply(x, &comm, comm_seconds);
+}
+at::Tensor reduce_from_region(const at::Tensor& x, ccl::Communicator& comm, double* comm_seconds) {
+  return comm.size() == 1 ? x : ReduceFromRegion::apply(x, &comm, comm_seconds);
+}
+at::Tensor scatter_to_region(const at::Tensor& x, ccl::Communicator& comm, int64_t dim, double* comm_seconds) {
+  return comm.size() == 1 ? x : ScatterToRegion::apply(x, &comm, dim, comm_seconds);
+}
+at::Tensor gather_from_region(const at::Tensor& x, ccl::Communicator& comm, int64_t dim, double* comm_seconds) {
+  return comm.size() == 1 ? x : GatherFromRegion::apply(x, &comm, dim, comm_seconds);
+}
+
+}  // namespace giant::parallel

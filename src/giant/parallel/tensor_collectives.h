@@ -1,0 +1,45 @@
+// Collectives on tensors, plain and with autograd (Megatron's regions).
+//
+// Any dtype ccl has; tensors that are not contiguous host memory are staged
+// through host memory until a device backend exists. A communicator of size
+// 1 passes everything through without adding autograd nodes.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+#include "giant/ccl/communicator.h"
+#include "giant/ccl/types.h"
+#include "giant/ccl/work.h"
+
+namespace giant::parallel {
+
+ccl::DType ccl_dtype(at::ScalarType type);  // Error for types ccl lacks
+
+// Blocking, in place, no autograd.
+void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op = ccl::ReduceOp::sum);
+// Blocking, no autograd: the ranks' tensors concatenated along `dim`.
+at::Tensor allgather(const at::Tensor& tensor, ccl::Communicator& comm, int64_t dim);
+// Asynchronous in-place allreduce of contiguous host memory; the tensor must
+// stay alive and untouched until the Work completes.
+ccl::Work allreduce_async(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op);
+
+// With autograd. copy_to_region: identity forward, allreduce of the gradient
+// backward (a replicated input entering split work). reduce_from_region:
+// allreduce forward, identity backward (partial results leaving split work).
+// scatter_to_region: this rank's slice of `dim` forward, allgather backward.
+// gather_from_region: allgather along `dim` forward, this rank's slice backward.
+// `comm_seconds`, when given, accumulates the time spent in the collectives
+// (forward and backward); it must outlive the autograd graph.
+at::Tensor copy_to_region(const at::Tensor& x, ccl::Communicator& comm, double* comm_seconds = nullptr);
+at::Tensor reduce_from_region(const at::Tensor& x, ccl::Communicator& comm, double* comm_seconds = nullptr);
+at::Tensor scatter_to_region(const at::Tensor& x, ccl::Communicator& comm, int64_t dim,
+                             double* comm_seconds = nullptr);
+at::Tensor gather_from_region(const at::Tensor& x, ccl::Communicator& comm, int64_t dim,
+                              double* comm_seconds = nullptr);
+
+// This rank's slice of `dim` (which the ranks split evenly).
+at::Tensor local_slice(const at::Tensor& x, int rank, int size, int64_t dim);
+
+}  // namespace giant::parallel
