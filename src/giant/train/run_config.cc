@@ -156,8 +156,10 @@ void apply_override(Tunables& keys, const std::string& assignment) {
     toml::table parsed = toml::parse("value = " + text);
     keys.set(key, value_text(keys, key, *parsed.get("value")), TunableSource::command_line);
   } catch (const toml::parse_error&) {
-    // A bare word the shell stripped of its quotes (--set data.tokenizer="byte").
-    if (keys.kind(key) != TunableKind::string) {
+    // A bare word the shell stripped of its quotes (--set data.tokenizer="byte"),
+    // or a size or duration with its unit (--set ccl.timeout=30s).
+    const TunableKind kind = keys.kind(key);
+    if (kind != TunableKind::string && kind != TunableKind::bytes && kind != TunableKind::seconds) {
       throw ConfigError(key, "expects " + kind_name(keys.kind(key)) + ", got '" + text + "'");
     }
     keys.set(key, text, TunableSource::command_line);

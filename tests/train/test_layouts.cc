@@ -1,0 +1,212 @@
+// Every (dp, tp) layout reproduces the single process: after one step the
+// loss and every gradient (a shard against the slice of the whole gradient),
+// the losses over 20 steps, and replicated parameters stay bitwise equal on
+// every rank. Ranks run as threads over one MemoryStore; dropout is 0.
+// Tolerances (fp32): per-tensor relative norm ||a - b|| / ||b|| <= 1e-5 for
+// gradients after one step, 1e-4 relative for each of 20 losses.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "giant/base/error.h"
+#include "giant/ccl/communicator.h"
+#include "giant/ccl/store.h"
+#include "giant/parallel/tensor_parallel/layers.h"
+#include "giant/train/run_config.h"
+#include "giant/train/trainer.h"
+
+namespace giant::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Layout {
+  int dp, tp;
+};
+
+struct RankResult {
+  std::map<std::string, torch::Tensor> first_grads;
+  std::map<std::string, torch::Tensor> final_params;
+  int dp_rank = 0, tp_rank = 0;
+};
+
+struct RunResult {
+  std::vector<double> losses;  // per step, from the leader's metrics.jsonl
+  std::vector<RankResult> ranks;
+};
+
+class LayoutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/giant-layout-test-XXXXXX";
+    dir_ = mkdtemp(pattern);
+    std::ofstream text(dir_ + "/text.txt");
+    for (int i = 0; i < 400; ++i) text << "In the beginning " << (i * 7 % 13) << " was the word. ";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  RunConfig config(Layout layout, const std::string& name) const {
+    Tunables keys;
+    define_run_keys(keys);
+    for (const char* o :
+         {"model.layers=2", "model.hidden=32", "model.heads=4", "model.seq_len=16", "train.global_batch=8",
+          "train.micro_batch=2", "train.steps=20", "train.lr=3e-3", "train.warmup_steps=2", "train.threads=1",
+          "train.eval_every=0", "train.eval_batches=1", "train.sample_tokens=0", "data.val_fraction=0.2"}) {
+      apply_override(keys, o);
+    }
+    apply_override(keys, "parallel.dp=" + std::to_string(layout.dp));
+    apply_override(keys, "parallel.tp=" + std::to_string(layout.tp));
+    apply_override(keys, "data.path=\"" + dir_ + "/text.txt\"");
+    apply_override(keys, "train.out_dir=\"" + dir_ + "/" + name + "\"");
+    return run_config_from(keys);
+  }
+
+  static std::vector<double> losses_of(const std::string& metrics) {
+    std::vector<double> losses;
+    std::ifstream in(metrics);
+    const std::regex loss_field("\"loss\": ([-0-9.eE+]+)");
+    std::smatch match;
+    for (std::string line; std::getline(in, line);) {
+      if (std::regex_search(line, match, loss_field)) losses.push_back(std::stod(match[1]));
+    }
+    return losses;
+  }
+
+  RunResult run(Layout layout) const {
+    const std::string name = "dp" + std::to_string(layout.dp) + "tp" + std::to_string(layout.tp);
+    const int world_size = layout.dp * layout.tp;
+    RunResult result;
+    result.ranks.resize(world_size);
+    auto store = std::make_shared<ccl::MemoryStore>();
+    std::vector<std::exception_ptr> errors(world_size);
+    auto rank_main = [&](int rank) {
+      try {
+        std::shared_ptr<ccl::Communicator> world;
+        if (world_size > 1) world = ccl::Communicator::create(store, rank, world_size, {}, "world");
+        std::ostringstream out;
+        RankResult& mine = result.ranks[rank];
+        mine.tp_rank = rank % layout.tp;
+        mine.dp_rank = rank / layout.tp;
+        std::vector<std::string> names;
+        TrainHooks hooks;
+        hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& params) {
+          if (step != 0) return;
+          for (size_t i = 0; i < params.size(); ++i) mine.first_grads[names[i]] = params[i].grad().clone();
+        };
+        Trainer trainer(config(layout, name), "", out, false, hooks, world);
+        names = trainer.parameter_names();
+        trainer.run();
+        const auto params = trainer.parameters();
+        for (size_t i = 0; i < params.size(); ++i) mine.final_params[names[i]] = params[i].detach().clone();
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world_size; ++r) threads.emplace_back(rank_main, r);
+    for (auto& t : threads) t.join();
+    for (auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    result.losses = losses_of(dir_ + "/" + name + "/metrics.jsonl");
+    return result;
+  }
+
+  std::string dir_;
+};
+
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
+}
+
+// The slice of a whole tensor that a tp rank holds for the parameter `name`.
+torch::Tensor expected_shard(const std::string& name, const torch::Tensor& whole, int rank, int size) {
+  if (!parallel::is_tensor_parallel_shard(name)) return whole;
+  if (name.find("qkv.") != std::string::npos) return parallel::shard_rows(whole, rank, size, 3);
+  if (name.find("proj.") != std::string::npos || name.find("fc2.") != std::string::npos) {
+    return parallel::shard_columns(whole, rank, size);
+  }
+  return parallel::shard_rows(whole, rank, size);
+}
+
+TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
+  torch::set_num_threads(1);
+  const RunResult single = run({1, 1});
+  ASSERT_EQ(single.losses.size(), 20u);
+  EXPECT_LT(single.losses.back(), single.losses.front());
+  const RankResult& reference = single.ranks[0];
+
+  for (Layout layout : {Layout{1, 2}, Layout{2, 1}, Layout{2, 2}, Layout{1, 4}}) {
+    SCOPED_TRACE("dp " + std::to_string(layout.dp) + " tp " + std::to_string(layout.tp));
+    const RunResult result = run(layout);
+    ASSERT_EQ(result.losses.size(), single.losses.size());
+    EXPECT_LE(std::abs(result.losses[0] - single.losses[0]) / single.losses[0], 1e-5);
+    for (size_t step = 0; step < single.losses.size(); ++step) {
+      EXPECT_LE(std::abs(result.losses[step] - single.losses[step]) / single.losses[step], 1e-4) << step;
+    }
+    double worst_grad = 0, worst_loss = 0;
+    for (size_t step = 0; step < single.losses.size(); ++step) {
+      worst_loss = std::max(worst_loss, std::abs(result.losses[step] - single.losses[step]) / single.losses[step]);
+    }
+    for (const RankResult& rank : result.ranks) {
+      ASSERT_EQ(rank.first_grads.size(), reference.first_grads.size());
+      for (const auto& [name, grad] : rank.first_grads) {
+        const torch::Tensor expected =
+            expected_shard(name, reference.first_grads.at(name), rank.tp_rank, layout.tp);
+        ASSERT_EQ(grad.sizes(), expected.sizes()) << name;
+        worst_grad = std::max(worst_grad, relative_error(grad, expected));
+        EXPECT_LE(relative_error(grad, expected), 1e-5) << name << " on dp " << rank.dp_rank << " tp "
+                                                        << rank.tp_rank;
+      }
+    }
+    std::printf("layout dp=%d tp=%d: worst gradient relative error %.2e, worst loss relative error %.2e\n",
+                layout.dp, layout.tp, worst_grad, worst_loss);
+    // Replicated parameters are bitwise equal on every rank; a shard on every
+    // data-parallel replica of its tp rank.
+    for (const RankResult& rank : result.ranks) {
+      for (const auto& [name, value] : rank.final_params) {
+        const bool shard = parallel::is_tensor_parallel_shard(name);
+        const RankResult& other = result.ranks[shard ? rank.tp_rank : 0];
+        EXPECT_TRUE(torch::equal(value, other.final_params.at(name)))
+            << name << " differs between ranks (dp " << rank.dp_rank << ", tp " << rank.tp_rank << ")";
+      }
+    }
+  }
+}
+
+TEST(LayoutChecks, BadLayoutsNameTheKeyBeforeAnyWork) {
+  auto key_of = [](std::vector<std::string> overrides, int world_size) {
+    try {
+      Tunables keys;
+      define_run_keys(keys);
+      for (const auto& o : overrides) apply_override(keys, o);
+      check_layout(run_config_from(keys), world_size);
+    } catch (const ConfigError& e) {
+      return e.key();
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(key_of({"parallel.tp=2"}, 2), "none");
+  // The MLP (192) splits over 3, the padded vocabulary (256) does not.
+  EXPECT_EQ(key_of({"parallel.tp=3", "model.heads=6", "model.hidden=48"}, 3), "model.vocab_pad");
+  EXPECT_EQ(key_of({"parallel.tp=8"}, 8), "model.heads");
+  EXPECT_EQ(key_of({"parallel.tp=2", "model.ffn=33", "model.heads=4"}, 2), "model.ffn");
+  EXPECT_EQ(key_of({"parallel.tp=4", "model.vocab_pad=2", "model.vocab=250"}, 4), "model.vocab_pad");
+  EXPECT_EQ(key_of({"parallel.dp=2"}, 2), "train.global_batch");  // 16 / (2 x 16)
+  EXPECT_EQ(key_of({"parallel.dp=2", "train.micro_batch=8"}, 3), "parallel.dp");
+  EXPECT_EQ(key_of({"parallel.dp=2", "train.micro_batch=8"}, 1), "parallel.dp");
+  EXPECT_EQ(key_of({"parallel.pp=2"}, 2), "parallel.pp");
+  EXPECT_EQ(key_of({"parallel.auto=true"}, 1), "parallel.auto");
+}
+
+}  // namespace
+}  // namespace giant::train
