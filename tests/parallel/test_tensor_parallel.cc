@@ -239,7 +239,9 @@ TEST(TensorCollectives, CopyToRegionIsIdentityForwardAndSumsGradients) {
       auto expected = torch::zeros_like(x_full);
       for (const auto& g : upstream) expected += g;
       expect_close(x.grad(), expected, at_size("gradient", rank, size));
-      if (size > 1) EXPECT_GT(seconds, 0.0) << "the backward allreduce is timed";
+      if (size > 1) {
+        EXPECT_GT(seconds, 0.0) << "the backward allreduce is timed";
+      }
     });
   }
 }
@@ -587,7 +589,9 @@ TEST(TensorParallelLayers, VocabParallelCrossEntropyMatchesTheWholeLogits) {
               << at_size("padding column " + std::to_string(rank * part + col), rank, size);
         }
       }
-      if (size > 1) EXPECT_GT(seconds, 0.0) << "its reductions are timed";
+      if (size > 1) {
+        EXPECT_GT(seconds, 0.0) << "its reductions are timed";
+      }
       // A scaled upstream gradient scales the logits' gradient.
       auto shard2 = local_slice(logits_full, rank, size, -1).clone().requires_grad_();
       (vocab_parallel_cross_entropy(shard2, targets, tp) * 2.5).backward();

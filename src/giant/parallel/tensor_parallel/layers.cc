@@ -88,6 +88,12 @@ torch::Tensor shard_columns(const torch::Tensor& full, int rank, int size) {
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(const LayerContext& c, const std::string& name, int64_t in,
                                                    int64_t out, double std, bool gather_output, int64_t stacked)
     : tp_(c.tp()), gather_output_(gather_output) {
+  // Gathering concatenates the ranks' [block 0 | block 1 | ...] parts, which
+  // is not the unsplit layer's column order when stacked > 1; refused at any
+  // tp, so that a configuration does not fail only when split.
+  GIANT_CHECK(!(gather_output && stacked > 1), name, ": gather_output with stacked = ", stacked,
+              " would not give the unsplit layer's column order");
+  require_divisible(out, stacked, name + " output features");
   require_divisible(out / stacked, tp_.size, name + " output features per block");
   weight_ = register_parameter("tp_weight", shard_rows(c.normal(name + "_weight", {out, in}, std), tp_.rank,
                                                        tp_.size, stacked));
