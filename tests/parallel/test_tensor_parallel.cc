@@ -374,7 +374,9 @@ struct ColumnCase {
 };
 
 TEST(TensorParallelLayers, ColumnParallelLinearMatchesTheUnsplitLayer) {
-  const std::vector<ColumnCase> cases{{5, 12, 1, false}, {5, 12, 1, true}, {8, 36, 3, false}, {8, 36, 3, true}};
+  // stacked = 3 as the fused qkv uses it: output split, each rank's q, k
+  // and v parts side by side.
+  const std::vector<ColumnCase> cases{{5, 12, 1, false}, {5, 12, 1, true}, {8, 36, 3, false}};
   for (const auto& cc : cases) {
     SharedWeights shared;
     LayerContext whole_context(kSeed, kLayerIndex, "block_3", f32(), shared);
@@ -546,6 +548,12 @@ TEST(TensorParallelLayers, RefuseShapesThatDoNotSplit) {
   EXPECT_THROW(ColumnParallelLinear(three, "qkv", 4, 3 * 8, 0.5, false, 3), Error);  // 8 per block
   EXPECT_THROW(RowParallelLinear(three, "fc2", 8, 4, 0.5), Error);
   EXPECT_THROW(VocabParallelEmbedding(three, "wte", 16, 4, 0.5, ""), Error);
+  // Gathering a stacked output would interleave the ranks' q|k|v parts
+  // instead of giving the unsplit column order: refused at any tp size.
+  EXPECT_THROW(ColumnParallelLinear(three, "qkv", 4, 36, 0.5, /*gather_output=*/true, 3), Error);
+  LayerContext one(kSeed, kLayerIndex, "block_3", f32(), shared);
+  EXPECT_THROW(ColumnParallelLinear(one, "qkv", 4, 36, 0.5, /*gather_output=*/true, 3), Error);
+  EXPECT_THROW(ColumnParallelLinear(one, "qkv", 4, 10, 0.5, false, 3), Error);  // 10 rows in 3 blocks
 }
 
 // ------------------------------------------------------------ cross entropy
