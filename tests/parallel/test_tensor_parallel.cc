@@ -160,8 +160,8 @@ TEST(TensorCollectives, AllreduceMatchesThePlainReduction) {
             sum += t;
             max = torch::maximum(max, t);
           }
-          const std::string what = at_size(std::string("count ") + std::to_string(counts[c]) + " " +
-                                               c10::toString(dtype), rank, size);
+          const std::string what =
+              at_size(std::string("count ") + std::to_string(counts[c]) + " " + c10::toString(dtype), rank, size);
           auto x = inputs[c][rank].clone();
           allreduce_(x, comm);
           if (dtype == torch::kLong) {
@@ -301,22 +301,6 @@ TEST(TensorCollectives, ScatterAndGatherAlongFirstAndLastDim) {
   }
 }
 
-// The autograd regions compose: scatter then gather is the identity, and so
-// is its gradient.
-TEST(TensorCollectives, ScatterThenGatherRoundTrips) {
-  for (int size : {2, 3}) {
-    const auto full = draw({6, 6}, 60);
-    const auto upstream = draw({6, 6}, 61);
-    run_ranks(size, [&](ccl::Communicator& comm) {
-      auto x = full.clone().requires_grad_();
-      auto y = gather_from_region(scatter_to_region(x, comm, 1), comm, 1);
-      expect_equal(y, full, at_size("forward", comm.rank(), size));
-      (y * upstream).sum().backward();
-      expect_equal(x.grad(), upstream, at_size("gradient", comm.rank(), size));
-    });
-  }
-}
-
 // World size 1 passes every region through without an autograd node.
 TEST(TensorCollectives, WorldSizeOnePassesThroughWithoutAutogradNodes) {
   run_ranks(1, [&](ccl::Communicator& comm) {
@@ -400,24 +384,28 @@ TEST(TensorParallelLayers, ColumnParallelLinearMatchesTheUnsplitLayer) {
         const int rank = comm.rank();
         auto rows = [&](const torch::Tensor& t) { return shard_rows(t, rank, size, cc.stacked); };
         SharedWeights rank_shared;
-        LayerContext context(kSeed, kLayerIndex, "block_3", f32(), rank_shared, TensorParallelGroup{&comm, rank, size});
+        LayerContext context(kSeed, kLayerIndex, "block_3", f32(), rank_shared,
+                             TensorParallelGroup{&comm, rank, size});
         ColumnParallelLinear layer(context, "qkv", cc.in, cc.out, 0.5, cc.gather_output, cc.stacked);
         set_bias(*layer, "tp_bias", full_bias, rows);
         const auto values = parameter_values(*layer);
         ASSERT_EQ(values.size(), 2u);
-        expect_equal(values.at("tp_weight"), rows(values_full.at("tp_weight")), at_size(label + " weight shard", rank, size));
+        expect_equal(values.at("tp_weight"), rows(values_full.at("tp_weight")),
+                     at_size(label + " weight shard", rank, size));
 
         auto xr = x_full.clone().requires_grad_();
         auto y = layer(xr);
-        // The rank's output columns are its rows of the (stacked) weight.
-        const auto y_expected = cc.gather_output ? y_full.detach() : rows(y_full.detach().reshape({-1, cc.out}).t()).t().reshape({2, 3, -1});
-        expect_close(y, y_expected, at_size(label + " output", rank, size));
-        const auto g = cc.gather_output ? upstream : rows(upstream.reshape({-1, cc.out}).t()).t().reshape({2, 3, -1});
-        (y * g).sum().backward();
+        // Split, the rank's output features are its rows of the (stacked) weight.
+        auto mine = [&](const torch::Tensor& t) {
+          return cc.gather_output ? t : rows(t.reshape({-1, cc.out}).t()).t().reshape({2, 3, -1});
+        };
+        expect_close(y, mine(y_full.detach()), at_size(label + " output", rank, size));
+        (y * mine(upstream)).sum().backward();
         expect_close(xr.grad(), x_grad_full, at_size(label + " input gradient", rank, size));
         const auto grads = parameter_grads(*layer);
         for (const auto& name : {"tp_weight", "tp_bias"}) {
-          expect_close(grads.at(name), rows(grads_full.at(name)), at_size(label + " " + name + " gradient", rank, size));
+          expect_close(grads.at(name), rows(grads_full.at(name)),
+                       at_size(label + " " + name + " gradient", rank, size));
         }
       });
     }
@@ -443,7 +431,8 @@ TEST(TensorParallelLayers, RowParallelLinearMatchesTheUnsplitLayer) {
     run_ranks(size, [&](ccl::Communicator& comm) {
       const int rank = comm.rank();
       SharedWeights rank_shared;
-      LayerContext context(kSeed, kLayerIndex, "block_3", f32(), rank_shared, TensorParallelGroup{&comm, rank, size});
+      LayerContext context(kSeed, kLayerIndex, "block_3", f32(), rank_shared,
+                           TensorParallelGroup{&comm, rank, size});
       RowParallelLinear layer(context, "proj", in, out, 0.5);
       set_bias(*layer, "bias", full_bias, [](const torch::Tensor& b) { return b; });
       const auto values = parameter_values(*layer);
@@ -483,7 +472,8 @@ TEST(TensorParallelLayers, ColumnThenRowMatchesTheUnsplitPair) {
     run_ranks(size, [&](ccl::Communicator& comm) {
       const int rank = comm.rank();
       SharedWeights rank_shared;
-      LayerContext context(kSeed, kLayerIndex, "block_3", f32(), rank_shared, TensorParallelGroup{&comm, rank, size});
+      LayerContext context(kSeed, kLayerIndex, "block_3", f32(), rank_shared,
+                           TensorParallelGroup{&comm, rank, size});
       ColumnParallelLinear a(context, "fc1", h, f, 0.5);
       RowParallelLinear b(context, "fc2", f, h, 0.5);
       auto xr = x_full.clone().requires_grad_();
@@ -492,9 +482,12 @@ TEST(TensorParallelLayers, ColumnThenRowMatchesTheUnsplitPair) {
       (y * upstream).sum().backward();
       expect_close(xr.grad(), x.grad(), at_size("input gradient", rank, size));
       const auto ga = parameter_grads(*a), gb = parameter_grads(*b);
-      expect_close(ga.at("tp_weight"), shard_rows(fc1_grads.at("tp_weight"), rank, size), at_size("fc1 weight", rank, size));
-      expect_close(ga.at("tp_bias"), shard_rows(fc1_grads.at("tp_bias"), rank, size), at_size("fc1 bias", rank, size));
-      expect_close(gb.at("tp_weight"), shard_columns(fc2_grads.at("tp_weight"), rank, size), at_size("fc2 weight", rank, size));
+      expect_close(ga.at("tp_weight"), shard_rows(fc1_grads.at("tp_weight"), rank, size),
+                   at_size("fc1 weight", rank, size));
+      expect_close(ga.at("tp_bias"), shard_rows(fc1_grads.at("tp_bias"), rank, size),
+                   at_size("fc1 bias", rank, size));
+      expect_close(gb.at("tp_weight"), shard_columns(fc2_grads.at("tp_weight"), rank, size),
+                   at_size("fc2 weight", rank, size));
       expect_close(gb.at("bias"), fc2_grads.at("bias"), at_size("fc2 bias", rank, size));
     });
   }
@@ -509,8 +502,9 @@ TEST(TensorParallelLayers, VocabParallelEmbeddingMatchesTheWholeTable) {
   EXPECT_TRUE(shared.contains("wte"));
   // Every id (so every shard's first and last row) and repeats, in a [3, 7]
   // batch.
-  const auto tokens = torch::tensor({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 11, 5, 6, 2, 3, 3, 8, 9},
-                                    torch::kLong).reshape({3, 7});
+  const auto tokens =
+      torch::tensor({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 11, 5, 6, 2, 3, 3, 8, 9}, torch::kLong)
+          .reshape({3, 7});
   const auto upstream = draw({3, 7, hidden}, 100);
   auto y_full = whole(tokens);
   expect_equal(y_full.detach(), torch::embedding(table, tokens), "size 1 is the plain lookup");
@@ -588,7 +582,8 @@ TEST(TensorParallelLayers, VocabParallelCrossEntropyMatchesTheWholeLogits) {
       expect_close(loss, reference_loss.detach(), at_size("loss", rank, size));
       loss.backward();
       ASSERT_TRUE(torch::isfinite(shard.grad()).all().item<bool>()) << at_size("finite gradient", rank, size);
-      expect_close(shard.grad(), local_slice(reference_grad, rank, size, -1), at_size("logits gradient", rank, size));
+      expect_close(shard.grad(), local_slice(reference_grad, rank, size, -1),
+                   at_size("logits gradient", rank, size));
       // Padding is never predicted: its gradient is exactly zero.
       const int64_t part = padded_vocab / size;
       for (int64_t col = 0; col < part; ++col) {
@@ -636,7 +631,8 @@ TEST(TensorParallelShards, StackedRowsCutEachBlockOnItsOwn) {
         thirds.push_back(local_slice(full.narrow(0, block * 12, 12), rank, size, 0));
       }
       expect_equal(shard_rows(full, rank, size, 3), torch::cat(thirds, 0), at_size("stacked 3", rank, size));
-      expect_equal(shard_rows(full, rank, size), local_slice(full, rank, size, 0), at_size("stacked 1", rank, size));
+      expect_equal(shard_rows(full, rank, size), local_slice(full, rank, size, 0),
+                   at_size("stacked 1", rank, size));
       expect_equal(shard_columns(full.t(), rank, size), local_slice(full.t(), rank, size, 1),
                    at_size("columns", rank, size));
       // A 1-d bias cuts the same way.
@@ -645,7 +641,8 @@ TEST(TensorParallelShards, StackedRowsCutEachBlockOnItsOwn) {
       for (int64_t block = 0; block < 3; ++block) {
         bias_thirds.push_back(local_slice(bias.narrow(0, block * 12, 12), rank, size, 0));
       }
-      expect_equal(shard_rows(bias, rank, size, 3), torch::cat(bias_thirds, 0), at_size("stacked bias", rank, size));
+      expect_equal(shard_rows(bias, rank, size, 3), torch::cat(bias_thirds, 0),
+                   at_size("stacked bias", rank, size));
     }
   }
   EXPECT_THROW(shard_rows(full, 0, 5, 3), Error);
