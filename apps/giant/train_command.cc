@@ -14,6 +14,7 @@
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/config.h"
+#include "giant/train/auto_layout.h"
 #include "giant/train/run_config.h"
 #include "giant/train/trainer.h"
 
@@ -56,6 +57,10 @@ int train_command(const std::vector<std::string>& args) {
     // Rank and world size from giant launch, torchrun, srun or mpirun,
     // checked against the layout before any rank connects or works.
     launch = ccl::resolve_bootstrap(env);
+    if (config.parallel.automatic) {
+      const std::string chosen = train::choose_layout(config, launch.world_size);
+      if (launch.rank == 0) std::cout << "giant train: " << chosen << '\n';
+    }
     train::check_layout(config, launch.world_size);
   } catch (const ConfigError& e) {
     std::cerr << "giant train: config error: " << e.what() << '\n';

@@ -21,6 +21,7 @@
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/store.h"
 #include "giant/parallel/tensor_parallel/layers.h"
+#include "giant/train/auto_layout.h"
 #include "giant/train/run_config.h"
 #include "giant/train/trainer.h"
 
@@ -205,7 +206,49 @@ TEST(LayoutChecks, BadLayoutsNameTheKeyBeforeAnyWork) {
   EXPECT_EQ(key_of({"parallel.dp=2", "train.micro_batch=8"}, 3), "parallel.dp");
   EXPECT_EQ(key_of({"parallel.dp=2", "train.micro_batch=8"}, 1), "parallel.dp");
   EXPECT_EQ(key_of({"parallel.pp=2"}, 2), "parallel.pp");
-  EXPECT_EQ(key_of({"parallel.auto=true"}, 1), "parallel.auto");
+  EXPECT_EQ(key_of({"parallel.auto=true"}, 1), "parallel.auto");  // not chosen yet
+}
+
+TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
+  char pattern[] = "/tmp/giant-auto-layout-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  const std::string file = dir + "/cluster.toml";
+  std::ofstream(file) << "name = \"two cpus\"\nhosts = 1\ndevices_per_host = 2\n"
+                         "[device]\ntype = \"cpu\"\npeak_tflops = 0.08\nmemory_gib = 8\n"
+                         "memory_gbytes_per_s = 10\ngemm_efficiency = 0.8\ngemm_half_dim = 8\n"
+                         "[intra_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 1.5\nlatency_us = 40\n"
+                         "efficiency = 0.9\n"
+                         "[inter_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 0.1\nlatency_us = 60\n"
+                         "efficiency = 0.9\n";
+  auto configured = [&](std::vector<std::string> overrides) {
+    Tunables keys;
+    define_run_keys(keys);
+    for (const auto& o : overrides) apply_override(keys, o);
+    return run_config_from(keys);
+  };
+  RunConfig c = configured({"parallel.auto=true", "parallel.cluster=\"" + file + "\""});
+  const std::string chosen = choose_layout(c, 2);
+  std::printf("%s\n", chosen.c_str());
+  EXPECT_FALSE(c.parallel.automatic);
+  EXPECT_EQ(c.parallel.dp * c.parallel.tp, 2);
+  EXPECT_EQ(c.train.global_batch % (c.parallel.dp * c.train.micro_batch), 0);
+  EXPECT_NE(chosen.find("parallel.auto: dp="), std::string::npos);
+  EXPECT_NO_THROW(check_layout(c, 2));
+
+  auto key_of = [&](std::vector<std::string> overrides, int world_size) {
+    try {
+      RunConfig bad = configured(overrides);
+      choose_layout(bad, world_size);
+    } catch (const ConfigError& e) {
+      return e.key();
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(key_of({"parallel.auto=true"}, 2), "parallel.cluster");
+  EXPECT_EQ(key_of({"parallel.auto=true", "parallel.cluster=\"" + file + "\""}, 4), "parallel.cluster");
+  EXPECT_EQ(key_of({"parallel.auto=true", "parallel.cluster=\"" + dir + "/missing.toml\""}, 2),
+            "parallel.cluster");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

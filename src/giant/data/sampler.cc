@@ -3,24 +3,16 @@
 #include <utility>
 
 #include "giant/base/error.h"
+#include "giant/base/hash.h"
 
 namespace giant::data {
 namespace {
 
-// splitmix64's output function: a bijection on 64 bits with good avalanche.
-// The sample order is part of a run's reproducibility: changing this (or
-// draw() below) changes which windows every seed picks.
-uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // Attempt `attempt` of sample `index`: chained so that nearby seeds and
-// indices give unrelated values.
+// indices give unrelated values. The sample order is part of a run's
+// reproducibility: changing this changes which windows every seed picks.
 uint64_t draw(uint64_t seed, uint64_t index, uint64_t attempt) {
-  return mix64(mix64(mix64(seed) ^ index) ^ attempt);
+  return splitmix64(splitmix64(splitmix64(seed) ^ index) ^ attempt);
 }
 
 }  // namespace

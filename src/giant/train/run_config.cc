@@ -102,7 +102,8 @@ void define_run_keys(Tunables& k) {
   k.define_string("parallel.schedule", "1f1b", "pipeline schedule: gpipe, 1f1b or interleaved");
   k.define_int("parallel.virtual_stages", 1, "layer chunks per pipeline rank (interleaved schedule)");
   k.define_string("parallel.partition", "parameters", "how layers are split into stages: parameters or uniform");
-  k.define_bool("parallel.auto", false, "let the planner choose dp, tp and pp");
+  k.define_bool("parallel.auto", false, "let the planner choose dp, tp and the micro-batch for the ranks started");
+  k.define_string("parallel.cluster", "", "cluster file for parallel.auto (from giant plan --calibrate)");
   k.define_real("parallel.bucket_mb", 4, "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)");
 
   k.define_int("train.global_batch", 16, "sequences per optimizer step, over all dp ranks");
@@ -187,6 +188,7 @@ RunConfig run_config_from(const Tunables& k) {
   p.virtual_stages = k.get_int("parallel.virtual_stages");
   p.partition = k.get_string("parallel.partition");
   p.automatic = k.get_bool("parallel.auto");
+  p.cluster = k.get_string("parallel.cluster");
   p.bucket_mb = k.get_real("parallel.bucket_mb");
   if (!(p.bucket_mb > 0)) throw ConfigError("parallel.bucket_mb", "must be positive");
   for (const char* key : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.virtual_stages"}) {

@@ -20,6 +20,7 @@ struct ParallelSettings {
   int64_t virtual_stages = 1;
   std::string partition;
   bool automatic = false;
+  std::string cluster;  // parallel.auto's cluster file
   double bucket_mb = 4;
 };
 

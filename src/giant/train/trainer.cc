@@ -52,8 +52,7 @@ constexpr uint64_t kValidationSeedOffset = 0x5eed0001;
 void check_layout(const RunConfig& c, int world_size) {
   const auto& p = c.parallel;
   if (p.automatic) {
-    throw ConfigError("parallel.auto", "automatic layouts are not available in giant train yet; "
-                                       "run `giant plan` and set parallel.dp and parallel.tp");
+    throw ConfigError("parallel.auto", "the layout must be chosen first (choose_layout)");
   }
   if (p.pp > 1) {
     throw ConfigError("parallel.pp", "pipeline parallelism is not available yet (parallel.pp must be 1)");

@@ -1,0 +1,67 @@
+#include "giant/train/auto_layout.h"
+
+#include <cstdio>
+
+#include "giant/base/error.h"
+#include "giant/planner/cluster_spec.h"
+#include "giant/planner/search.h"
+#include "giant/planner/spec_toml.h"
+
+namespace giant::train {
+
+std::string choose_layout(RunConfig& config, int world_size) {
+  const std::string& file = config.parallel.cluster;
+  if (file.empty()) {
+    throw ConfigError("parallel.cluster", "parallel.auto needs a cluster file: write one with "
+                                          "`giant plan --calibrate --devices N --out cluster.toml`");
+  }
+  planner::ClusterSpec cluster;
+  try {
+    cluster = planner::load_cluster_toml(file);
+  } catch (const Error& e) {
+    throw ConfigError("parallel.cluster", e.what());
+  }
+  if (cluster.devices() != world_size) {
+    throw ConfigError("parallel.cluster", "'" + file + "' describes " + std::to_string(cluster.devices()) +
+                                              " devices but " + std::to_string(world_size) +
+                                              " rank(s) were started");
+  }
+  planner::ModelSpec model;
+  model.name = "giant train";
+  model.layers = config.model.layers;
+  model.hidden = config.model.hidden;
+  model.heads = config.model.heads;
+  model.ffn = config.model.ffn;
+  model.seq_len = config.model.seq_len;
+  model.vocab = config.model.padded_vocab();
+  model.global_batch = config.train.global_batch;
+  planner::SearchOptions options;
+  options.filter.pp = 1;
+  options.filter.zero = 0;
+  options.filter.recompute = planner::Recompute::none;
+  options.filter.sequence_parallel = false;
+  options.allow_sequence_parallel = false;
+  planner::Estimate best;
+  try {
+    best = planner::best_layout(model, file, options);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ConfigError("parallel.auto", e.what());
+  }
+  // The planner knows nothing of the trainer's own limits (heads, MLP and
+  // vocabulary splitting over tp are checked again by check_layout).
+  config.parallel.dp = best.layout.dp;
+  config.parallel.tp = best.layout.tp;
+  config.parallel.pp = 1;
+  config.train.micro_batch = best.layout.micro_batch;
+  config.parallel.automatic = false;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "parallel.auto: dp=%d tp=%d micro_batch=%d on %s (predicted %.3f s per step, %.1f samples/s)",
+                best.layout.dp, best.layout.tp, best.layout.micro_batch, file.c_str(), best.time.step_s,
+                best.samples_per_s);
+  return line;
+}
+
+}  // namespace giant::train

@@ -1,0 +1,19 @@
+// parallel.auto: the planner picks dp, tp and the micro-batch for the ranks
+// started, on the cluster described by parallel.cluster (a file written by
+// `giant plan --calibrate`), among the layouts this trainer runs (no
+// pipeline, no ZeRO, no recomputation).
+#pragma once
+
+#include <string>
+
+#include "giant/train/run_config.h"
+
+namespace giant::train {
+
+// Sets config.parallel.dp, .tp and train.micro_batch, clears
+// parallel.automatic, and returns one line saying what was chosen and why.
+// ConfigError naming the key when it cannot (no cluster file, a cluster of
+// another size, no layout that fits).
+std::string choose_layout(RunConfig& config, int world_size);
+
+}  // namespace giant::train
