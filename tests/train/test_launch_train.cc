@@ -9,39 +9,23 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 
+#include "train/support/train_test_support.h"
+
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::string kGiant = std::string(GIANT_BINARY_DIR) + "/giant";
 const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/giant-launch-train-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
+using giant::train::test::read_file;
 
- private:
-  std::string path_;
+struct TempDir : giant::train::test::TempDir {
+  TempDir() : giant::train::test::TempDir("giant-launch-train") {}
 };
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 

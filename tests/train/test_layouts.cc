@@ -8,7 +8,6 @@
 
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -24,11 +23,11 @@
 #include "giant/train/auto_layout.h"
 #include "giant/train/run_config.h"
 #include "giant/train/trainer.h"
+#include "train/support/train_test_support.h"
 
 namespace giant::train {
 namespace {
 
-namespace fs = std::filesystem;
 
 struct Layout {
   int dp, tp;
@@ -48,27 +47,18 @@ struct RunResult {
 class LayoutTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/giant-layout-test-XXXXXX";
-    dir_ = mkdtemp(pattern);
-    std::ofstream text(dir_ + "/text.txt");
+    std::ostringstream text;
     for (int i = 0; i < 400; ++i) text << "In the beginning " << (i * 7 % 13) << " was the word. ";
+    dir_.file("text.txt", text.str());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   RunConfig config(Layout layout, const std::string& name) const {
-    Tunables keys;
-    define_run_keys(keys);
-    for (const char* o :
-         {"model.layers=2", "model.hidden=32", "model.heads=4", "model.seq_len=16", "train.global_batch=8",
-          "train.micro_batch=2", "train.steps=20", "train.lr=3e-3", "train.warmup_steps=2", "train.threads=1",
-          "train.eval_every=0", "train.eval_batches=1", "train.sample_tokens=0", "data.val_fraction=0.2"}) {
-      apply_override(keys, o);
-    }
-    apply_override(keys, "parallel.dp=" + std::to_string(layout.dp));
-    apply_override(keys, "parallel.tp=" + std::to_string(layout.tp));
-    apply_override(keys, "data.path=\"" + dir_ + "/text.txt\"");
-    apply_override(keys, "train.out_dir=\"" + dir_ + "/" + name + "\"");
-    return run_config_from(keys);
+    return run_config_from(test::keys_with(
+        {"model.layers=2", "model.hidden=32", "model.heads=4", "model.seq_len=16", "train.global_batch=8",
+         "train.micro_batch=2", "train.steps=20", "train.lr=3e-3", "train.warmup_steps=2", "train.threads=1",
+         "train.eval_every=0", "train.eval_batches=1", "train.sample_tokens=0", "data.val_fraction=0.2",
+         "parallel.dp=" + std::to_string(layout.dp), "parallel.tp=" + std::to_string(layout.tp),
+         "data.path=\"" + dir_.path() + "/text.txt\"", "train.out_dir=\"" + dir_.path() + "/" + name + "\""}));
   }
 
   static std::vector<double> losses_of(const std::string& metrics) {
@@ -118,11 +108,11 @@ class LayoutTest : public ::testing::Test {
     for (auto& e : errors) {
       if (e) std::rethrow_exception(e);
     }
-    result.losses = losses_of(dir_ + "/" + name + "/metrics.jsonl");
+    result.losses = losses_of(dir_.path() + "/" + name + "/metrics.jsonl");
     return result;
   }
 
-  std::string dir_;
+  test::TempDir dir_{"giant-layout-test"};
 };
 
 double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
@@ -187,10 +177,7 @@ TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
 TEST(LayoutChecks, BadLayoutsNameTheKeyBeforeAnyWork) {
   auto key_of = [](std::vector<std::string> overrides, int world_size) {
     try {
-      Tunables keys;
-      define_run_keys(keys);
-      for (const auto& o : overrides) apply_override(keys, o);
-      check_layout(run_config_from(keys), world_size);
+      check_layout(run_config_from(test::keys_with(overrides)), world_size);
     } catch (const ConfigError& e) {
       return e.key();
     }
@@ -210,22 +197,15 @@ TEST(LayoutChecks, BadLayoutsNameTheKeyBeforeAnyWork) {
 }
 
 TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
-  char pattern[] = "/tmp/giant-auto-layout-XXXXXX";
-  const std::string dir = mkdtemp(pattern);
-  const std::string file = dir + "/cluster.toml";
-  std::ofstream(file) << "name = \"two cpus\"\nhosts = 1\ndevices_per_host = 2\n"
+  const test::TempDir dir("giant-auto-layout");
+  const std::string file = dir.file("cluster.toml", "name = \"two cpus\"\nhosts = 1\ndevices_per_host = 2\n"
                          "[device]\ntype = \"cpu\"\npeak_tflops = 0.08\nmemory_gib = 8\n"
                          "memory_gbytes_per_s = 10\ngemm_efficiency = 0.8\ngemm_half_dim = 8\n"
                          "[intra_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 1.5\nlatency_us = 40\n"
                          "efficiency = 0.9\n"
                          "[inter_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 0.1\nlatency_us = 60\n"
-                         "efficiency = 0.9\n";
-  auto configured = [&](std::vector<std::string> overrides) {
-    Tunables keys;
-    define_run_keys(keys);
-    for (const auto& o : overrides) apply_override(keys, o);
-    return run_config_from(keys);
-  };
+                         "efficiency = 0.9\n");
+  auto configured = [](std::vector<std::string> overrides) { return run_config_from(test::keys_with(overrides)); };
   RunConfig c = configured({"parallel.auto=true", "parallel.cluster=\"" + file + "\""});
   const std::string chosen = choose_layout(c, 2);
   std::printf("%s\n", chosen.c_str());
@@ -246,9 +226,8 @@ TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
   };
   EXPECT_EQ(key_of({"parallel.auto=true"}, 2), "parallel.cluster");
   EXPECT_EQ(key_of({"parallel.auto=true", "parallel.cluster=\"" + file + "\""}, 4), "parallel.cluster");
-  EXPECT_EQ(key_of({"parallel.auto=true", "parallel.cluster=\"" + dir + "/missing.toml\""}, 2),
+  EXPECT_EQ(key_of({"parallel.auto=true", "parallel.cluster=\"" + dir.path() + "/missing.toml\""}, 2),
             "parallel.cluster");
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

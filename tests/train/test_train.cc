@@ -16,36 +16,16 @@
 #include "giant/train/run_config.h"
 #include "giant/train/step_guard.h"
 #include "giant/train/trainer.h"
+#include "train/support/train_test_support.h"
 
 namespace giant::train {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/giant-train-test-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name, const std::string& contents) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p) << contents;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-Tunables keys_with(const std::vector<std::string>& overrides) {
-  Tunables keys;
-  define_run_keys(keys);
-  for (const auto& o : overrides) apply_override(keys, o);
-  return keys;
-}
+using test::keys_with;
+using test::read_file;
+using test::TempDir;
 
 // The key a ConfigError names, or "none".
 template <class F>
@@ -272,25 +252,19 @@ TEST(Trainer, WritesAChromeTraceWhenAsked) {
   std::ostringstream out;
   Trainer trainer(run_config_from(keys_with(o)), "", out, false);
   const TrainSummary s = trainer.run();
-  std::ifstream trace(dir.path() + "/out/trace.json");
-  std::stringstream contents;
-  contents << trace.rdbuf();
-  EXPECT_EQ(contents.str().front(), '[');
-  EXPECT_NE(contents.str().find("giant::forward"), std::string::npos);
-  EXPECT_NE(contents.str().find("giant::backward"), std::string::npos);
+  const std::string trace = read_file(dir.path() + "/out/trace.json");
+  EXPECT_EQ(trace.front(), '[');
+  EXPECT_NE(trace.find("giant::forward"), std::string::npos);
+  EXPECT_NE(trace.find("giant::backward"), std::string::npos);
   EXPECT_EQ(s.sample.rfind("And God said", 0), 0u);
   EXPECT_GT(s.sample.size(), std::string("And God said").size());
   EXPECT_TRUE(fs::exists(dir.path() + "/out/sample.txt"));
 }
 
 TEST(Readme, DocumentsEveryKey) {
-  std::ifstream readme(std::string(GIANT_SOURCE_DIR) + "/README.md");
-  std::stringstream text;
-  text << readme.rdbuf();
-  Tunables keys;
-  define_run_keys(keys);
-  for (const auto& name : keys.names()) {
-    EXPECT_NE(text.str().find("`" + name + "`"), std::string::npos) << name << " is not in README.md";
+  const std::string readme = read_file(std::string(GIANT_SOURCE_DIR) + "/README.md");
+  for (const auto& name : keys_with({}).names()) {
+    EXPECT_NE(readme.find("`" + name + "`"), std::string::npos) << name << " is not in README.md";
   }
 }
 

@@ -74,8 +74,7 @@ struct Trainer::State {
   Progress progress;
   TrainHooks hooks;
   bool leader = true;  // world rank 0: prints and writes files
-  std::shared_ptr<ccl::Communicator> world;
-  std::unique_ptr<parallel::Mesh> mesh;
+  std::unique_ptr<parallel::Mesh> mesh;  // with more than one rank; holds the world
   parallel::TensorParallelGroup tp;
   double tp_comm_seconds = 0;  // accumulated by the tensor-parallel layers
   std::unique_ptr<parallel::GradientReducer> reducer;
@@ -98,7 +97,7 @@ struct Trainer::State {
         leader(is_leader) {}
 
   int dp_rank() const { return mesh ? mesh->dp_rank() : 0; }
-  int64_t world_size() const { return world ? world->size() : 1; }
+  int64_t world_size() const { return mesh ? mesh->world().size() : 1; }
 
   // The mean over the data-parallel replicas (identical on every rank).
   double dp_mean(double value) const {
@@ -168,9 +167,8 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
 
   torch::set_num_threads(static_cast<int>(c.train.threads));
   if (world && world->size() > 1) {
-    s.world = std::move(world);
     s.mesh = std::make_unique<parallel::Mesh>(
-        s.world, parallel::MeshShape{static_cast<int>(c.parallel.dp), static_cast<int>(c.parallel.pp),
+        std::move(world), parallel::MeshShape{static_cast<int>(c.parallel.dp), static_cast<int>(c.parallel.pp),
                                      static_cast<int>(c.parallel.tp)});
     if (c.parallel.tp > 1) {
       s.tp = {&s.mesh->tp(), s.mesh->tp_rank(), static_cast<int>(c.parallel.tp), &s.tp_comm_seconds};
