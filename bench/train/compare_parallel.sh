@@ -23,6 +23,7 @@
 # gradient-reduction wait; 0 for the configurations without communication).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/train/common.sh
 build_dir=build
 reps=5
 steps=20
@@ -77,18 +78,11 @@ fail() {  # log name -> shows the log and stops
 }
 # metrics.jsonl -> "tokens_per_s step_s comm_wait_s" from its summary record.
 giant_summary() {
-  "$python" -c 'import json, sys
-found = None
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if line:
-        record = json.loads(line)
-        if record.get("summary"):
-            found = record
-if found is None:
-    sys.exit(sys.argv[1] + ": no summary record")
-tokens, step, comm = (found.get(k) for k in ("tokens_per_s_median", "step_s_median", "comm_wait_s_median"))
-print("%.1f %.6f %s" % (tokens, step, "NA" if comm is None else "%.6f" % comm))' "$1"
+  local fields tokens step comm
+  fields=$(summary_fields "$1" tokens_per_s_median step_s_median comm_wait_s_median) || return 1
+  read -r tokens step comm <<< "$fields"
+  [[ $comm == NA ]] || comm=$(printf '%.6f' "$comm")
+  printf '%.1f %.6f %s\n' "$tokens" "$step" "$comm"
 }
 
 # Each run_* sets tokens_per_s, step_s and comm_wait_s (no subshell, so a failure stops the script).
@@ -135,7 +129,6 @@ run_pytorch_ddp() {
   comm_wait_s=$(sed -n 's/.* comm_wait_s_median=\([^ ]*\).*/\1/p' <<< "$line")
 }
 
-median() { { grep -v '^NA$' || true; } | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "NA"}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "NA" || b == "NA" || b == 0) print "NA"; else printf "%.3f", a / b}'; }
 
 echo "# torch: $("$python" -c 'import torch; print(torch.__version__)') ($python)"

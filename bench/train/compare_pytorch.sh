@@ -10,6 +10,7 @@
 # The last lines read: summary threads=T giant_tokens_per_s=... pytorch_tokens_per_s=... ratio=...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/train/common.sh
 build_dir=build
 reps=5
 threads_list="1 2"
@@ -37,10 +38,7 @@ run_giant() {  # threads -> tokens/s median
     --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0 \
     --set train.out_dir="\"$out_dir/giant\"" > "$out_dir/giant.log" 2>&1 ||
     { cat "$out_dir/giant.log" >&2; echo "compare_pytorch.sh: giant train failed" >&2; exit 1; }
-  "$python" -c 'import json,sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r.get("summary"): print(r["tokens_per_s_median"])' "$out_dir/giant/metrics.jsonl"
+  summary_fields "$out_dir/giant/metrics.jsonl" tokens_per_s_median
 }
 run_pytorch() {
   "$python" bench/train/pytorch_gpt.py --threads "$1" --steps "$steps" --warmup 1 \
@@ -48,7 +46,6 @@ run_pytorch() {
     { cat "$out_dir/pytorch.log" >&2; echo "compare_pytorch.sh: pytorch_gpt.py failed" >&2; exit 1; }
   sed -n 's/.* tokens_per_s_median=\([0-9.]*\).*/\1/p' "$out_dir/pytorch.log" | tail -1
 }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 echo "# giant: $giant train ${model[*]} --set train.steps=$steps"
 echo "# pytorch: $python bench/train/pytorch_gpt.py --steps $steps --warmup 1 --data examples/data/kjv.txt ($($python -c 'import torch; print("torch", torch.__version__)'))"

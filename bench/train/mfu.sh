@@ -7,6 +7,7 @@
 # usage: bench/train/mfu.sh [BUILD_DIR] [--reps 5] [--steps 8]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/train/common.sh
 build_dir=build
 reps=5
 steps=8
@@ -30,12 +31,10 @@ for ((rep = 0; rep < reps; ++rep)); do
     --set train.threads=1 --set train.steps="$steps" --set train.eval_every=0 \
     --set train.eval_batches=1 --set train.sample_tokens=0 --set train.out_dir="\"$out_dir\"" \
     > "$out_dir/log" 2>&1 || { cat "$out_dir/log" >&2; echo "mfu.sh: giant train failed" >&2; exit 1; }
-  line=$(/usr/bin/python3 -c 'import json,sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r.get("summary"):
-        print("mfu=%.4f matmul_gflops=%.1f step_s=%.3f tokens_per_s=%.1f" % (r["mfu_median"], r["matmul_flops"] / 1e9, r["step_s_median"], r["tokens_per_s_median"]))' "$out_dir/metrics.jsonl")
-  echo "bench=train_mfu rep=$rep $line"
-  values+=("$(sed 's/mfu=\([0-9.]*\).*/\1/' <<< "$line")")
+  fields=$(summary_fields "$out_dir/metrics.jsonl" mfu_median matmul_flops step_s_median tokens_per_s_median)
+  read -r mfu matmul step tokens <<< "$fields"
+  printf 'bench=train_mfu rep=%d mfu=%.4f matmul_gflops=%.1f step_s=%.3f tokens_per_s=%.1f\n' "$rep" "$mfu" \
+    "$(awk -v f="$matmul" 'BEGIN {print f / 1e9}')" "$step" "$tokens"
+  values+=("$(printf '%.4f' "$mfu")")
 done
-echo "summary mfu_median=$(printf '%s\n' "${values[@]}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}') reps=$reps"
+echo "summary mfu_median=$(printf '%s\n' "${values[@]}" | median) reps=$reps"
