@@ -10,21 +10,19 @@ namespace giant::models {
 
 parallel::LayerList gpt_layer_list(const GptConfig& config) {
   config.validate();
-  const int64_t h = config.hidden, f = config.ffn_size();
   parallel::LayerList list;
   // Counts are of the unsplit layers.
-  list.add({"embedding", "GptEmbedding", (config.padded_vocab() + config.seq_len) * h,
+  list.add({"embedding", "GptEmbedding", config.embedding_parameter_count(),
             [config](const parallel::LayerContext& c) {
               return torch::nn::AnyModule(GptEmbedding(config, c));
             }});
-  const int64_t block_parameters = 4 * h + 3 * h * h + 3 * h + h * h + h + 2 * f * h + f + h;
   for (int64_t i = 0; i < config.layers; ++i) {
-    list.add({"block." + std::to_string(i), "GptBlock", block_parameters,
+    list.add({"block." + std::to_string(i), "GptBlock", config.block_parameter_count(),
               [config](const parallel::LayerContext& c) {
                 return torch::nn::AnyModule(GptBlock(config, c));
               }});
   }
-  list.add({"final_norm", "GptFinalNorm", 2 * h, [config](const parallel::LayerContext& c) {
+  list.add({"final_norm", "GptFinalNorm", config.final_norm_parameter_count(), [config](const parallel::LayerContext& c) {
               return torch::nn::AnyModule(GptFinalNorm(config, c));
             }});
   // Tied to the embedding (layer 0): its weight counts there.

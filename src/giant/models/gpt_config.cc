@@ -38,14 +38,17 @@ void GptConfig::validate() const {
   }
 }
 
-int64_t GptConfig::parameter_count() const {
+int64_t GptConfig::block_parameter_count() const {
   const int64_t h = hidden, f = ffn_size();
-  const int64_t per_block = 2 * 2 * h             // two LayerNorms
-                            + 3 * h * h + 3 * h   // qkv
-                            + h * h + h           // attention output
-                            + f * h + f           // fc1
-                            + h * f + h;          // fc2
-  return padded_vocab() * h + seq_len * h + layers * per_block + 2 * h;
+  return 2 * 2 * h            // two LayerNorms
+         + 3 * h * h + 3 * h  // qkv
+         + h * h + h          // attention output
+         + f * h + f          // fc1
+         + h * f + h;         // fc2
+}
+
+int64_t GptConfig::parameter_count() const {
+  return embedding_parameter_count() + layers * block_parameter_count() + final_norm_parameter_count();
 }
 
 double GptConfig::train_flops_per_sequence() const {

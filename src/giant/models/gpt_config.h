@@ -27,6 +27,9 @@ struct GptConfig {
   // Parameters: embeddings (padded vocabulary and positions), blocks, final
   // norm; the head is tied to the token embedding.
   int64_t parameter_count() const;
+  int64_t embedding_parameter_count() const { return (padded_vocab() + seq_len) * hidden; }
+  int64_t block_parameter_count() const;
+  int64_t final_norm_parameter_count() const { return 2 * hidden; }
 
   // Training FLOPs (forward + backward, no recomputation) per sequence:
   // per layer 3 x (2 s h (4h + 2 ffn) + 4 s^2 h), plus 6 s h V for the
