@@ -1,16 +1,19 @@
 // `giant bench ccl`: bandwidth and correctness of ccl's collectives, in the
 // style of nccl-tests. The parent serves a TcpStore on 127.0.0.1 and forks one
-// process per rank; every rank runs each collective at each size (warmup,
-// then timed iterations, each waited for before the next), and rank 0 prints
-// one table per collective plus one key=value line per row. The time of a row
-// is the slowest rank's mean. Every result is checked against the exact
-// expected values; any wrong element or failed rank makes the exit non-zero.
+// process per rank (or, with --launched, a launcher such as `giant launch`
+// started the ranks, and ccl's bootstrap finds the store); every rank runs
+// each collective at each size (warmup, then timed iterations, each waited
+// for before the next), and rank 0 prints one table per collective plus one
+// key=value line per row, which names the transport of every peer pair. The
+// time of a row is the slowest rank's mean. Every result is checked against
+// the exact expected values (with --wire, against the wire dtype's stated
+// bound); any wrong element or failed rank makes the exit non-zero.
 //
-// See kUsage for the flags. Sizes follow nccl-tests: S is the whole buffer
-// (allreduce, broadcast, reduce, send/recv: each rank's buffer; reduce_scatter
-// and scatter: the input of size() blocks; allgather and gather: the output
-// of size() blocks; alltoall: each rank's input), rounded down to whole
-// elements per rank (at least one).
+// See kUsage (ccl_bench_options.cc) for the flags. Sizes follow nccl-tests:
+// S is the whole buffer (allreduce, broadcast, reduce, send/recv: each rank's
+// buffer; reduce_scatter and scatter: the input of size() blocks; allgather
+// and gather: the output of size() blocks; alltoall: each rank's input),
+// rounded down to whole elements per rank (at least one).
 
 #include <unistd.h>
 
@@ -21,11 +24,13 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ccl_bench.h"
 
 #include "bench_common.h"
+#include "ccl_bench_options.h"
 #include "element_values.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
@@ -40,149 +45,6 @@ namespace {
 
 using ccl::Algorithm;
 using ccl::Communicator;
-
-constexpr const char* kUsage =
-    "usage: giant bench ccl [--nproc 4] [--collectives all | allreduce,reduce_scatter,...]\n"
-    "         [--min-bytes 8] [--max-bytes 256MiB] [--step-factor 2] [--bytes SIZE]\n"
-    "         [--dtype f32] [--op sum] [--root 0] [--algorithm automatic|ring|halving_doubling]\n"
-    "         [--iters N] [--warmup 2] [--budget 0.2s] [--max-iters 100] [--repeat 1]\n"
-    "         [--sockets N] [--timeout 60s] [--run-timeout 1h] [--set ccl.NAME=VALUE ...]\n"
-    "collectives: allreduce reduce_scatter allgather alltoall broadcast reduce gather scatter\n"
-    "             sendrecv (a ring: rank r sends to r+1 and receives from r-1)\n"
-    "--iters 0 (default) picks per size max(2, min(max-iters, budget / warmup time)).\n"
-    "--warmup is at least 1 (the last warmup run sizes the iteration count).\n"
-    "--repeat R times each size R times (rep=0..R-1) and adds a median row (rep=-1).\n"
-    "--set overrides a ccl.* tunable (e.g. --set ccl.segment_bytes=4MiB) and wins over\n"
-    "GIANT_CCL_* in the environment; --sockets and --timeout (default 60s) win over both.\n";
-
-enum class Collective { allreduce, reduce_scatter, allgather, alltoall, broadcast, reduce, gather, scatter, sendrecv };
-constexpr Collective kAllCollectives[] = {
-    Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
-    Collective::alltoall,  Collective::broadcast,      Collective::reduce,
-    Collective::gather,    Collective::scatter,        Collective::sendrecv};
-
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::allreduce: return "allreduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::allgather: return "allgather";
-    case Collective::alltoall: return "alltoall";
-    case Collective::broadcast: return "broadcast";
-    case Collective::reduce: return "reduce";
-    case Collective::gather: return "gather";
-    case Collective::scatter: return "scatter";
-    case Collective::sendrecv: return "sendrecv";
-  }
-  return "?";
-}
-
-bool is_reduction(Collective c) {
-  return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::reduce;
-}
-bool is_rooted(Collective c) {
-  return c == Collective::broadcast || c == Collective::reduce || c == Collective::gather ||
-         c == Collective::scatter;
-}
-
-struct Options {
-  int nproc = 4;
-  std::vector<Collective> collectives{std::begin(kAllCollectives), std::end(kAllCollectives)};
-  int64_t min_bytes = 8;
-  int64_t max_bytes = int64_t{256} << 20;
-  int step_factor = 2;
-  ccl::DType dtype = ccl::DType::f32;
-  ccl::ReduceOp op = ccl::ReduceOp::sum;
-  int root = 0;
-  Algorithm algorithm = Algorithm::automatic;
-  int iters = 0;  // 0: time-budgeted per size
-  int warmup = 2;
-  double budget_seconds = 0.2;
-  int max_iters = 100;
-  int min_iters = 2;
-  int repeat = 1;
-  std::optional<int> sockets;
-  std::optional<double> timeout_seconds;  // unset: 60 s unless GIANT_CCL_TIMEOUT says otherwise
-  double run_timeout_seconds = 3600;
-  std::vector<std::pair<std::string, std::string>> tunable_overrides;
-};
-
-Options parse_options(int argc, char** argv) {
-  Options o;
-  FlagReader flags(argc, argv);
-  while (flags.next()) {
-    const std::string& flag = flags.flag();
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (flag == "--nproc") {
-      o.nproc = parse_int(flags.value(), flag, 1);
-    } else if (flag == "--collectives") {
-      std::string list = flags.value();
-      o.collectives.clear();
-      for (const std::string& name : split_list(list)) {
-        if (name == "all") {
-          o.collectives.assign(std::begin(kAllCollectives), std::end(kAllCollectives));
-          continue;
-        }
-        auto found = std::find_if(std::begin(kAllCollectives), std::end(kAllCollectives),
-                                  [&](Collective c) { return name == collective_name(c); });
-        if (found == std::end(kAllCollectives))
-          throw std::invalid_argument("unknown collective '" + name + "'\n" + kUsage);
-        o.collectives.push_back(*found);
-      }
-      if (o.collectives.empty()) throw std::invalid_argument("--collectives is empty");
-    } else if (flag == "--bytes") {
-      o.min_bytes = o.max_bytes = parse_size(flags.value());
-    } else if (flag == "--min-bytes") {
-      o.min_bytes = parse_size(flags.value());
-    } else if (flag == "--max-bytes") {
-      o.max_bytes = parse_size(flags.value());
-    } else if (flag == "--step-factor") {
-      o.step_factor = parse_int(flags.value(), flag, 2);
-    } else if (flag == "--dtype") {
-      o.dtype = ccl::parse_dtype(flags.value());
-    } else if (flag == "--op") {
-      o.op = ccl::parse_reduce_op(flags.value());
-    } else if (flag == "--root") {
-      o.root = parse_int(flags.value(), flag, 0);
-    } else if (flag == "--algorithm") {
-      o.algorithm = ccl::parse_algorithm(flags.value());
-    } else if (flag == "--iters") {
-      o.iters = parse_int(flags.value(), flag, 0);
-    } else if (flag == "--warmup") {
-      o.warmup = std::max(1, parse_int(flags.value(), flag, 0));
-    } else if (flag == "--budget") {
-      o.budget_seconds = parse_seconds(flags.value());
-    } else if (flag == "--max-iters") {
-      o.max_iters = parse_int(flags.value(), flag, 1);
-    } else if (flag == "--repeat") {
-      o.repeat = parse_int(flags.value(), flag, 1);
-    } else if (flag == "--sockets") {
-      o.sockets = parse_int(flags.value(), flag, 1);
-    } else if (flag == "--timeout") {
-      o.timeout_seconds = parse_seconds(flags.value());
-    } else if (flag == "--run-timeout") {
-      o.run_timeout_seconds = parse_seconds(flags.value());
-    } else if (flag == "--set") {
-      std::string assignment = flags.value();
-      size_t eq = assignment.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw std::invalid_argument("--set expects NAME=VALUE, got '" + assignment + "'");
-      o.tunable_overrides.emplace_back(assignment.substr(0, eq), assignment.substr(eq + 1));
-    } else {
-      throw std::invalid_argument("unknown flag " + flag + "\n" + kUsage);
-    }
-  }
-  // Bad input gets a clear error before any process starts (DESIGN.md).
-  if (o.min_bytes < 1 || o.max_bytes < o.min_bytes)
-    throw std::invalid_argument("need 1 <= --min-bytes <= --max-bytes");
-  if (o.root >= o.nproc) throw std::invalid_argument("--root must be below --nproc");
-  if (o.op == ccl::ReduceOp::avg && !ccl::is_floating(o.dtype))
-    throw std::invalid_argument("--op avg needs a floating dtype, got " +
-                                std::string(ccl::dtype_name(o.dtype)));
-  o.min_iters = std::min(o.min_iters, o.max_iters);
-  return o;
-}
 
 // Element counts of one collective at one nominal size.
 struct Layout {
@@ -219,6 +81,10 @@ struct RankContext {
   size_t element_size;
   std::vector<uint8_t> input;
   std::vector<uint8_t> output;
+  std::string transport_pairs;  // "0-1:shm,0-2:tcp,...", "-" for one rank
+  std::string transport_kinds;  // the distinct transports, "shm+tcp"
+  int64_t wrong = 0;            // this rank's wrong elements so far
+  int64_t total_wrong = 0;      // over all ranks (known on every rank)
 };
 
 // Issues one operation and waits for it; sendrecv waits for both halves.
@@ -231,6 +97,7 @@ void run_once(RankContext& ctx, Collective c, const Layout& layout) {
       ccl::AllreduceOptions a;
       a.input = in, a.output = out, a.count = layout.block, a.dtype = o.dtype, a.op = o.op;
       a.algorithm = o.algorithm;
+      a.wire = o.wire;
       ccl::allreduce(ctx.comm, a).wait();
       return;
     }
@@ -294,9 +161,23 @@ void run_once(RankContext& ctx, Collective c, const Layout& layout) {
 }
 
 // Wrong elements in this rank's output after `c` ran on inputs from fill_input.
-int64_t count_wrong(const RankContext& ctx, Collective c, const Layout& layout,
-                    const InputPattern& pattern) {
+// With a wire dtype (allreduce only) an element is wrong when its error
+// exceeds the stated bound; the largest relative error goes to
+// *max_relative_error.
+int64_t count_wrong(const RankContext& ctx, Collective c, const Layout& layout, const InputPattern& pattern,
+                    double* max_relative_error) {
   const ElementChecker checker(ctx.options.dtype, ctx.options.op);
+  *max_relative_error = 0;
+  if (ctx.options.wire != ccl::WireDType::none && c == Collective::allreduce) {
+    const double bound = wire_relative_bound(ctx.options.wire, ctx.nproc);
+    int64_t wrong = 0;
+    for (size_t i = 0; i < layout.output_count; ++i) {
+      double error = checker.relative_error(ctx.output.data(), i, pattern.reduced(i), pattern.magnitude(i));
+      *max_relative_error = std::max(*max_relative_error, error);
+      wrong += !(error <= bound);
+    }
+    return wrong;
+  }
   const void* out = ctx.output.data();
   const int root = ctx.options.root;
   const size_t block = layout.block;
@@ -348,10 +229,9 @@ double allreduce_scalar(Communicator& comm, double value, ccl::ReduceOp op) {
 
 // The algorithm `automatic` runs, by the rule documented in CommConfig
 // (halving-doubling up to halving_doubling_max_bytes, ring above).
-Algorithm resolved_algorithm(const ccl::CommConfig& config, Algorithm requested, int64_t bytes) {
+Algorithm resolved_algorithm(ccl::Communicator& comm, Algorithm requested, int64_t bytes) {
   if (requested != Algorithm::automatic) return requested;
-  return static_cast<size_t>(bytes) <= config.halving_doubling_max_bytes ? Algorithm::halving_doubling
-                                                                        : Algorithm::ring;
+  return ccl::choose_allreduce_algorithm(comm, static_cast<size_t>(bytes));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -359,10 +239,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // One row (or R rows) of the table: fill, warm up, time, check, report.
-// Returns the wrong elements of this rank.
-int64_t run_size(RankContext& ctx, Collective c, const Layout& layout) {
+// Adds the wrong elements of this rank and of all ranks to ctx.
+void run_size(RankContext& ctx, Collective c, const Layout& layout) {
   const Options& o = ctx.options;
-  const InputPattern pattern(o.op, ctx.nproc);
+  // With a wire dtype the inputs are off the integers (by 1/3), so compression rounds.
+  const bool wire = o.wire != ccl::WireDType::none && c == Collective::allreduce;
+  const InputPattern pattern(o.op, ctx.nproc, wire ? 1.0 / 3 : 0.0);
   for (size_t i = 0; i < layout.input_count; ++i)
     store_element(o.dtype, ctx.input.data(), i, pattern.value(ctx.rank, i));
   // A sentinel (NaN, or all ones for integers) so that unwritten output is wrong.
@@ -391,9 +273,13 @@ int64_t run_size(RankContext& ctx, Collective c, const Layout& layout) {
     rep_times_us.push_back(allreduce_scalar(ctx.comm, mean, ccl::ReduceOp::max) * 1e6);
   }
   // Every iteration writes the same result, so the last one is checked.
-  const int64_t wrong = count_wrong(ctx, c, layout, pattern);
+  double max_relative_error = 0;
+  const int64_t wrong = count_wrong(ctx, c, layout, pattern, &max_relative_error);
   const auto total_wrong = static_cast<int64_t>(
       allreduce_scalar(ctx.comm, static_cast<double>(wrong), ccl::ReduceOp::sum));
+  ctx.wrong += wrong;
+  ctx.total_wrong += total_wrong;
+  if (wire) max_relative_error = allreduce_scalar(ctx.comm, max_relative_error, ccl::ReduceOp::max);
 
   if (ctx.rank == 0) {
     Measurement m;
@@ -407,12 +293,22 @@ int64_t run_size(RankContext& ctx, Collective c, const Layout& layout) {
     m.root = is_rooted(c) ? o.root : -1;
     m.iters = iters;
     m.wrong = total_wrong;
-    // Every pair uses the same transport so far; name it per row so parsers need not guess.
-    m.transport = ctx.comm.transport_to((ctx.rank + 1) % ctx.nproc);
+    // The distinct transports here, every pair's in `transports`, so parsers need not guess.
+    m.transport = ctx.transport_kinds;
     m.extra = {{"sockets", std::to_string(ctx.comm.config().sockets_per_peer)}};
     if (c == Collective::allreduce) {
-      m.algorithm = ccl::algorithm_name(resolved_algorithm(ctx.comm.config(), o.algorithm, m.bytes));
+      m.algorithm = ccl::algorithm_name(resolved_algorithm(ctx.comm, o.algorithm, m.bytes));
       m.extra.emplace_back("algorithm_requested", ccl::algorithm_name(o.algorithm));
+    }
+    m.extra.emplace_back("transports", ctx.transport_pairs);
+    if (wire) {
+      // bytes (and so busbw) are those of the uncompressed data: the effective bandwidth.
+      char text[32];
+      m.extra.emplace_back("wire", ccl::wire_dtype_name(o.wire));
+      std::snprintf(text, sizeof text, "%.3g", max_relative_error);
+      m.extra.emplace_back("wire_max_rel_error", text);
+      std::snprintf(text, sizeof text, "%.3g", wire_relative_bound(o.wire, ctx.nproc));
+      m.extra.emplace_back("wire_bound", text);
     }
     for (int rep = 0; rep < o.repeat; ++rep) {
       m.rep = rep;
@@ -430,7 +326,6 @@ int64_t run_size(RankContext& ctx, Collective c, const Layout& layout) {
     std::fprintf(stderr, "[rank %d] %s at %zu B: %lld of its %zu output elements wrong\n", ctx.rank,
                  collective_name(c), layout.total_count * ctx.element_size,
                  static_cast<long long>(wrong), layout.output_count);
-  return wrong;
 }
 
 std::vector<int64_t> nominal_sizes(const Options& o) {
@@ -439,16 +334,46 @@ std::vector<int64_t> nominal_sizes(const Options& o) {
   return sizes;
 }
 
-// The body of one rank process.
-int run_rank(int rank, const Options& o, const ccl::CommConfig& config, const std::string& secret,
-             int port_pipe_fd) {
-  int port = 0;
-  ssize_t got = read(port_pipe_fd, &port, sizeof port);
-  close(port_pipe_fd);
-  if (got != static_cast<ssize_t>(sizeof port)) throw std::runtime_error("no store port from the launcher");
-  auto store = std::make_shared<ccl::TcpStore>("127.0.0.1", port, secret, config.connect_timeout);
-  auto comm = Communicator::create(store, rank, o.nproc, config, "bench");
+// Which transport carries each peer pair, gathered from every rank: the pairs
+// as "0-1:shm,0-2:tcp,..." and the distinct transports as "shm+tcp".
+std::pair<std::string, std::string> gather_transports(Communicator& comm) {
+  const int n = comm.size();
+  if (n == 1) return {"-", comm.transport_to(0)};
+  std::string mine;
+  for (int peer = comm.rank() + 1; peer < n; ++peer)
+    mine += (mine.empty() ? "" : ",") + std::to_string(comm.rank()) + "-" + std::to_string(peer) + ":" +
+            comm.transport_to(peer);
+  // The lengths first, then every rank's text padded to the longest.
+  int64_t length = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> lengths(n);
+  ccl::AllgatherOptions a;
+  a.input = &length, a.output = lengths.data(), a.count = 1, a.dtype = ccl::DType::i64;
+  ccl::allgather(comm, a).wait();
+  const size_t longest = static_cast<size_t>(std::max<int64_t>(1, *std::max_element(lengths.begin(), lengths.end())));
+  std::vector<uint8_t> padded(longest, 0), all(longest * n, 0);
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  a.input = padded.data(), a.output = all.data(), a.count = longest, a.dtype = ccl::DType::u8;
+  ccl::allgather(comm, a).wait();
+  std::string pairs, kinds;
+  std::vector<std::string> seen;
+  for (int r = 0; r < n; ++r) {
+    std::string text(reinterpret_cast<const char*>(all.data()) + r * longest, static_cast<size_t>(lengths[r]));
+    for (const std::string& pair : split_list(text)) {
+      pairs += (pairs.empty() ? "" : ",") + pair;
+      std::string kind = pair.substr(pair.find(':') + 1);
+      if (std::find(seen.begin(), seen.end(), kind) == seen.end()) {
+        seen.push_back(kind);
+        kinds += (kinds.empty() ? "" : "+") + kind;
+      }
+    }
+  }
+  return {pairs, kinds};
+}
 
+// Every collective at every size on comm (o.nproc ranks). Returns this
+// rank's wrong elements and those of all ranks.
+std::pair<int64_t, int64_t> benchmark(Communicator& comm, const Options& o) {
+  const int rank = comm.rank();
   const size_t element_size = ccl::dtype_size(o.dtype);
   const std::vector<int64_t> sizes = nominal_sizes(o);
   size_t input_capacity = 0, output_capacity = 0;
@@ -459,23 +384,21 @@ int run_rank(int rank, const Options& o, const ccl::CommConfig& config, const st
       output_capacity = std::max(output_capacity, layout.output_count * element_size);
     }
   }
-  RankContext ctx{o, *comm, rank, o.nproc, element_size,
-                  std::vector<uint8_t>(input_capacity), std::vector<uint8_t>(output_capacity)};
+  RankContext ctx{o,  comm, rank, o.nproc, element_size, std::vector<uint8_t>(input_capacity),
+                  std::vector<uint8_t>(output_capacity), "", "", 0, 0};
 
   if (rank == 0) {
-    const ccl::HostTopology& topology = comm->topology();
+    const ccl::HostTopology& topology = comm.topology();
     std::printf("# hosts=%d ranks_on_host0=%d sockets_per_peer=%d\n", topology.num_hosts(), topology.local_size,
-                comm->config().sockets_per_peer);
+                comm.config().sockets_per_peer);
   }
   // Every rank says which transport carries each of its peer pairs.
   for (int peer = rank + 1; peer < o.nproc; ++peer) {
-    std::printf("# pair %d-%d transport=%s same_host=%d\n", rank, peer, comm->transport_to(peer).c_str(),
-                comm->topology().same_host(rank, peer) ? 1 : 0);
+    std::printf("# pair %d-%d transport=%s same_host=%d\n", rank, peer, comm.transport_to(peer).c_str(),
+                comm.topology().same_host(rank, peer) ? 1 : 0);
   }
   std::fflush(stdout);
-  if (rank == 0) {
-  }
-  int64_t wrong = 0;
+  std::tie(ctx.transport_pairs, ctx.transport_kinds) = gather_transports(comm);
   for (Collective c : o.collectives) {
     if (c == Collective::sendrecv && o.nproc < 2) {
       if (rank == 0) std::printf("#\n# sendrecv skipped: needs --nproc 2 or more\n");
@@ -485,6 +408,9 @@ int run_rank(int rank, const Options& o, const ccl::CommConfig& config, const st
       std::string title = std::string(collective_name(c));
       if (c == Collective::allreduce) title += " (algorithm " + std::string(ccl::algorithm_name(o.algorithm)) + ")";
       if (c == Collective::sendrecv) title += " (ring: r -> r+1)";
+      if (o.wire != ccl::WireDType::none)
+        title += " wire " + std::string(ccl::wire_dtype_name(o.wire)) + " (effective busbw, from the " +
+                 ccl::dtype_name(o.dtype) + " bytes)";
       title += "  busbw factor " + std::to_string(busbw_factor(collective_name(c), o.nproc));
       print_table_header(title);
     }
@@ -493,11 +419,23 @@ int run_rank(int rank, const Options& o, const ccl::CommConfig& config, const st
       Layout layout = layout_for(c, bytes, o.nproc, element_size);
       if (layout.total_count == previous_total) continue;  // same row after rounding to elements
       previous_total = layout.total_count;
-      wrong += run_size(ctx, c, layout);
+      run_size(ctx, c, layout);
     }
   }
-  ccl::barrier(*comm).wait();
-  return wrong == 0 ? kExitOk : kExitWrongResults;
+  ccl::barrier(comm).wait();
+  return {ctx.wrong, ctx.total_wrong};
+}
+
+// The body of one forked rank process.
+int run_rank(int rank, const Options& o, const ccl::CommConfig& config, const std::string& secret,
+             int port_pipe_fd) {
+  int port = 0;
+  ssize_t got = read(port_pipe_fd, &port, sizeof port);
+  close(port_pipe_fd);
+  if (got != static_cast<ssize_t>(sizeof port)) throw std::runtime_error("no store port from the launcher");
+  auto store = std::make_shared<ccl::TcpStore>("127.0.0.1", port, secret, config.connect_timeout);
+  auto comm = Communicator::create(store, rank, o.nproc, config, "bench");
+  return benchmark(*comm, o).first == 0 ? kExitOk : kExitWrongResults;
 }
 
 std::string random_secret() {
@@ -509,34 +447,42 @@ std::string random_secret() {
 }
 
 // default < the bench's own default timeout < GIANT_CCL_* < --set < --sockets/--timeout.
-ccl::CommConfig make_config(const Options& o) {
+Tunables make_tunables(const Options& o, const ccl::Environment& env, bool print) {
   Tunables tunables;
   ccl::CommConfig::define_tunables(tunables);
   // A benchmark should fail fast rather than wait out the library's 5 minutes.
   tunables.set("ccl.timeout", "60s", TunableSource::config);
-  tunables.apply_environment(ccl::Environment::from_process().vars());
+  tunables.apply_environment(env.vars());
   for (const auto& [name, value] : o.tunable_overrides) tunables.set(name, value, TunableSource::command_line);
   if (o.sockets) tunables.set("ccl.tcp.sockets_per_peer", std::to_string(*o.sockets), TunableSource::command_line);
   if (o.timeout_seconds) {
     tunables.set("ccl.timeout", std::to_string(*o.timeout_seconds), TunableSource::command_line);
   }
-  std::printf("# tunables:\n");
-  for (const std::string& line : split_list(tunables.describe(), '\n')) std::printf("#   %s\n", line.c_str());
-  return ccl::CommConfig::from_tunables(tunables);
+  if (print) {
+    std::printf("# tunables:\n");
+    for (const std::string& line : split_list(tunables.describe(), '\n')) std::printf("#   %s\n", line.c_str());
+  }
+  return tunables;
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse_options(argc, argv);
+// The run's settings, printed once by the parent or rank 0.
+void print_preamble(const Options& o, const std::string& launcher) {
   std::string collectives;
   for (Collective c : o.collectives) collectives += (collectives.empty() ? "" : ",") + std::string(collective_name(c));
   std::printf("# giant bench ccl nproc=%d collectives=%s bytes=%lld..%lld step_factor=%d dtype=%s op=%s "
-              "root=%d algorithm=%s warmup=%d repeat=%d\n",
+              "root=%d algorithm=%s warmup=%d repeat=%d",
               o.nproc, collectives.c_str(), static_cast<long long>(o.min_bytes),
               static_cast<long long>(o.max_bytes), o.step_factor, ccl::dtype_name(o.dtype),
               ccl::reduce_op_name(o.op), o.root, ccl::algorithm_name(o.algorithm), o.warmup, o.repeat);
+  if (o.wire != ccl::WireDType::none) std::printf(" wire=%s", ccl::wire_dtype_name(o.wire));
+  if (!launcher.empty()) std::printf(" launched=%s", launcher.c_str());
+  std::printf("\n");
   if (o.iters > 0) std::printf("# iters=%d per size\n", o.iters);
   else std::printf("# iters per size: budget %gs, %d..%d\n", o.budget_seconds, o.min_iters, o.max_iters);
-  const ccl::CommConfig config = make_config(o);
+}
+
+// The ccl settings and the run's limit (DESIGN.md: "always the peer or limit").
+void print_config_and_limit(const ccl::CommConfig& config) {
   std::printf("# ccl: timeout=%lldms connect_timeout=%lldms sockets_per_peer=%d segment_bytes=%zu "
               "halving_doubling_max_bytes=%zu\n",
               static_cast<long long>(config.timeout.count()),
@@ -546,6 +492,43 @@ int run(int argc, char** argv) {
   double memcpy_gbps = measure_memcpy_gbps();
   std::printf("# limit: single-thread memcpy %.2f GB/s\n", memcpy_gbps);
   std::printf("bench=limit name=memcpy_1thread bytes=%d gbps=%.3f\n", 64 << 20, memcpy_gbps);
+  std::fflush(stdout);
+}
+
+// --launched: this process is one rank; a launcher started the others and
+// serves the store (or rank 0 does, per ccl's bootstrap). Rank 0 prints.
+int run_launched(Options o) {
+  const ccl::Environment env = ccl::Environment::from_process();
+  const ccl::BootstrapInfo info = ccl::resolve_bootstrap(env);
+  check_world_size(o, info.world_size);
+  o.nproc = info.world_size;
+  const bool leader = info.rank == 0;
+  if (leader) print_preamble(o, info.source + (info.host_id.empty() ? "" : " host_id=" + info.host_id));
+  const Tunables tunables = make_tunables(o, env, leader);
+  if (leader) print_config_and_limit(ccl::CommConfig::from_tunables(tunables));
+  try {
+    ccl::Bootstrap boot = ccl::bootstrap_from_environment(env, tunables);
+    const auto [wrong, total_wrong] = benchmark(*boot.world, o);
+    if (leader)
+      std::printf("# %s\n", total_wrong == 0 ? "all ranks finished, all results correct"
+                                             : "FAILED: wrong results (see above)");
+    std::fflush(stdout);
+    if (wrong > 0) return kExitWrongResults;
+    return total_wrong == 0 ? kExitOk : kExitWrongResults;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "giant bench ccl: rank %d failed: %s\n", info.rank, e.what());
+    return kExitError;
+  }
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  if (o.launched) return run_launched(o);
+  print_preamble(o, "");
+  const ccl::CommConfig config =
+      ccl::CommConfig::from_tunables(make_tunables(o, ccl::Environment::from_process(), /*print=*/true));
+  print_config_and_limit(config);
 
   // The ranks are forked before the store server starts its threads (a fork
   // copies only the calling thread, and a lock held by another one would stay

@@ -2,7 +2,8 @@
 //
 // Inputs are small integers, so every reduction is exact in any order and
 // results are checked with tolerance 0 (shared/reference/README.md); only
-// avg, a division, gets a rounding tolerance. The value depends on the rank,
+// avg, a division, gets a rounding tolerance, and an allreduce with a wire
+// dtype the bound that dtype states (ElementChecker::relative_error). The value depends on the rank,
 // so a block delivered from or to the wrong rank is counted as wrong.
 #pragma once
 
@@ -87,16 +88,22 @@ class InputPattern {
  public:
   static constexpr size_t kPeriod = 8;
 
-  InputPattern(ReduceOp op, int nproc) : op_(op) {
+  // offset (not for prod) moves every value off the integers, so that a lossy
+  // wire dtype really rounds; results are then checked against its bound.
+  InputPattern(ReduceOp op, int nproc, double offset = 0) : op_(op), offset_(offset) {
     for (size_t phase = 0; phase < kPeriod; ++phase) {
-      double sum = 0, prod = 1, low = INFINITY, high = -INFINITY;
+      double sum = 0, prod = 1, low = INFINITY, high = -INFINITY, sum_abs = 0;
       for (int rank = 0; rank < nproc; ++rank) {
         double v = value(rank, phase);
         sum += v;
         prod *= v;
         low = std::fmin(low, v);
         high = std::fmax(high, v);
+        sum_abs += std::fabs(v);
       }
+      // What a compression bound is relative to: the sum of |inputs| (of the
+      // mean's terms for avg; the product's magnitude for prod).
+      magnitude_[phase] = op == ReduceOp::avg ? sum_abs / nproc : op == ReduceOp::prod ? std::fabs(prod) : sum_abs;
       switch (op) {
         case ReduceOp::sum: reduced_[phase] = sum; break;
         case ReduceOp::avg: reduced_[phase] = sum / nproc; break;
@@ -110,14 +117,18 @@ class InputPattern {
   double value(int rank, size_t index) const {
     size_t r = static_cast<size_t>(rank);
     if (op_ == ReduceOp::prod) return 1.0 + static_cast<double>((index + r) & 1);
-    return static_cast<double>((index * 7 + r * 5) & 7);
+    return static_cast<double>((index * 7 + r * 5) & 7) + offset_;
   }
   // The reduction over all ranks of element `index`.
   double reduced(size_t index) const { return reduced_[index % kPeriod]; }
+  // The sum of |inputs| of element `index` (see the constructor).
+  double magnitude(size_t index) const { return magnitude_[index % kPeriod]; }
 
  private:
   ReduceOp op_;
+  double offset_ = 0;
   std::array<double, kPeriod> reduced_{};
+  std::array<double, kPeriod> magnitude_{};
 };
 
 // Counts mismatches. Exact comparison, except avg (a division the library may
@@ -136,6 +147,14 @@ class ElementChecker {
     double got = load_element(dtype_, base, index);
     if (relative_tolerance_ == 0) return got == expected;
     return std::fabs(got - expected) <= relative_tolerance_ * std::fmax(1.0, std::fabs(expected));
+  }
+  // |got - expected| / magnitude, for a stated error bound such as a wire
+  // dtype's (magnitude: InputPattern::magnitude); infinite for NaN.
+  double relative_error(const void* base, size_t index, double expected, double magnitude) const {
+    double error = std::fabs(load_element(dtype_, base, index) - expected);
+    if (std::isnan(error)) return INFINITY;
+    if (error == 0) return 0;
+    return magnitude > 0 ? error / magnitude : INFINITY;
   }
 
  private:

@@ -16,18 +16,25 @@ namespace {
 
 constexpr int kMaxWorldSize = 5;
 
+// Each check runs with shared memory between the threads (ccl.transport
+// auto: shm algorithms) and without it (tcp only).
 void run_check_over_world_sizes(CheckFunction check, const char* name) {
-  for (int n = 1; n <= kMaxWorldSize; ++n) {
-    CollectivePlan plan;
-    plan.store = std::make_shared<MemoryStore>();
-    plan.store_prefix = name;
-    run_comm_threads(n, [&](Communicator& comm) {
-      Findings findings;
-      check(comm, plan, findings);
-      // Nobody tears down while a peer still finishes (see Teardown below for that case).
-      run_op("final barrier", findings, [&] { return barrier(comm); });
-      EXPECT_TRUE(findings.empty()) << name << " n=" << n << " rank " << comm.rank() << ":\n" << findings.text();
-    });
+  for (const char* transport : {"auto", "tcp"}) {
+    CommConfig config = test_config();
+    config.transport = transport;
+    for (int n = 1; n <= kMaxWorldSize; ++n) {
+      CollectivePlan plan;
+      plan.store = std::make_shared<MemoryStore>();
+      plan.store_prefix = name;
+      run_comm_threads(n, [&](Communicator& comm) {
+        Findings findings;
+        check(comm, plan, findings);
+        // Nobody tears down while a peer still finishes (see Teardown below for that case).
+        run_op("final barrier", findings, [&] { return barrier(comm); });
+        EXPECT_TRUE(findings.empty()) << name << " transport=" << transport << " n=" << n << " rank " << comm.rank()
+                                      << ":\n" << findings.text();
+      }, config);
+    }
   }
 }
 

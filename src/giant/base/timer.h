@@ -23,6 +23,8 @@ class Stopwatch {
 class Deadline {
  public:
   static Deadline never() { return Deadline(Clock::time_point::max()); }
+  // Already expired: waits bounded by it do not block.
+  static Deadline passed() { return Deadline(Clock::now() - std::chrono::seconds(1)); }
   static Deadline after(std::chrono::nanoseconds d) {
     return d.count() <= 0 ? never() : Deadline(Clock::now() + d);
   }

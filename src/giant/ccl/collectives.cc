@@ -8,6 +8,7 @@
 
 #include "giant/base/error.h"
 #include "giant/ccl/algorithms.h"
+#include "giant/ccl/cost_model.h"
 #include "giant/ccl/engine.h"
 
 namespace giant::ccl {
@@ -21,15 +22,34 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::automatic: return "automatic";
     case Algorithm::ring: return "ring";
     case Algorithm::halving_doubling: return "halving_doubling";
+    case Algorithm::shm: return "shm";
+    case Algorithm::hierarchical: return "hierarchical";
   }
   return "unknown";
 }
 
 Algorithm parse_algorithm(const std::string& name) {
-  for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::halving_doubling}) {
+  for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::halving_doubling, Algorithm::shm,
+                      Algorithm::hierarchical}) {
     if (name == algorithm_name(a)) return a;
   }
-  throw Error("unknown algorithm '" + name + "' (use automatic, ring or halving_doubling)");
+  throw Error("unknown algorithm '" + name + "' (use automatic, ring, halving_doubling, shm or hierarchical)");
+}
+
+const char* wire_dtype_name(WireDType wire) {
+  switch (wire) {
+    case WireDType::none: return "none";
+    case WireDType::bf16: return "bf16";
+    case WireDType::fp16: return "fp16";
+  }
+  return "unknown";
+}
+
+WireDType parse_wire_dtype(const std::string& name) {
+  for (WireDType w : {WireDType::none, WireDType::bf16, WireDType::fp16}) {
+    if (name == wire_dtype_name(w)) return w;
+  }
+  throw Error("unknown wire dtype '" + name + "' (use none, bf16 or fp16)");
 }
 
 namespace {
@@ -85,26 +105,104 @@ Work submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& optio
 
 void copy_if_distinct(void* out, const void* in, size_t nbytes) { detail::move_bytes(out, in, nbytes); }
 
+void gather_blocks(OpContext& ctx, Algorithm algorithm, const void* input, void* output,
+                   const detail::BlockLayout& layout, size_t elem) {
+  auto in = static_cast<const char*>(input);
+  auto out = static_cast<char*>(output);
+  if (algorithm == Algorithm::shm) {
+    // allgather_shm takes this rank's block from a buffer of its own.
+    detail::allgather_shm(ctx, in, out, detail::SpanLayout::from(layout), elem);
+  }
+  else detail::allgather_ring(ctx, in, out, layout, elem);
+}
+
+}  // namespace
+
+Algorithm choose_allreduce_algorithm(const Communicator& comm, size_t nbytes) {
+  return detail::allreduce_costs(comm, nbytes).front().algorithm;
+}
+
+namespace {
+
+// Whether the shm or hierarchical algorithm can run here; the error explains
+// why not. Every rank reaches the same answer.
+void check_algorithm_runs(const char* what, const Communicator& comm, Algorithm algorithm) {
+  if (algorithm == Algorithm::shm) {
+    GIANT_CHECK(comm.shared_memory(), what,
+                ": algorithm shm needs shared memory between the ranks (ccl.transport=auto, and every rank able to "
+                "set it up)");
+    GIANT_CHECK(comm.topology().num_hosts() == 1, what, ": algorithm shm needs every rank on one host, but they are on ",
+                comm.topology().num_hosts());
+  }
+  if (algorithm == Algorithm::hierarchical) {
+    GIANT_CHECK(!detail::cross_host_ring(comm).empty(), what,
+                ": algorithm hierarchical needs the same number of ranks on every host, and shared memory between "
+                "the ranks of a host (ccl.transport=auto)");
+  }
+}
+
+// Reduce-scatter, allgather, broadcast and barrier run in shared memory when
+// every rank is on one host with it, over the tcp ring otherwise.
+bool all_in_shared_memory(const Communicator& comm) {
+  return comm.shared_memory() && comm.topology().num_hosts() == 1;
+}
+
+// Automatic reduce-scatter and allgather: shm on one host; across hosts,
+// hierarchical where it can run and the buffer is large enough for its
+// bandwidth to matter more than its extra steps.
+Algorithm resolve_movement(const char* what, const Communicator& comm, Algorithm requested, size_t total_bytes) {
+  GIANT_CHECK(requested != Algorithm::halving_doubling, what, ": algorithm halving_doubling is for allreduce only");
+  check_algorithm_runs(what, comm, requested);
+  if (requested != Algorithm::automatic) return requested;
+  if (all_in_shared_memory(comm)) return Algorithm::shm;
+  bool hierarchical = comm.shared_memory() && !detail::cross_host_ring(comm).empty() && total_bytes >= (64 << 10);
+  return hierarchical ? Algorithm::hierarchical : Algorithm::ring;
+}
+
 }  // namespace
 
 Work allreduce(Communicator& comm, const AllreduceOptions& o) {
   check_buffers("allreduce", o.input, o.output, o.count);
   check_op("allreduce", o.dtype, o.op);
+  if (o.wire != WireDType::none) {
+    GIANT_CHECK(o.wire == WireDType::bf16 || o.wire == WireDType::fp16, "allreduce: unknown wire dtype ",
+                static_cast<int>(o.wire));
+    GIANT_CHECK(o.dtype == DType::f32, "allreduce: wire compression (", wire_dtype_name(o.wire),
+                ") needs f32 data, got ", dtype_name(o.dtype));
+    GIANT_CHECK(o.algorithm == Algorithm::automatic || o.algorithm == Algorithm::ring ||
+                    o.algorithm == Algorithm::hierarchical,
+                "allreduce: wire compression needs ring or hierarchical, got ", algorithm_name(o.algorithm));
+  }
   size_t nbytes = o.count * dtype_size(o.dtype);
   if (comm.size() == 1) {
     copy_if_distinct(o.output, o.input, nbytes);
     return Work();
   }
   Algorithm algorithm = o.algorithm;
+  check_algorithm_runs("allreduce", comm, algorithm);
   if (algorithm == Algorithm::automatic) {
-    algorithm = nbytes <= comm.config().halving_doubling_max_bytes ? Algorithm::halving_doubling : Algorithm::ring;
+    // With a wire type, the cheapest of the algorithms that compress.
+    for (const auto& cost : detail::allreduce_costs(comm, nbytes)) {
+      algorithm = cost.algorithm;
+      if (o.wire == WireDType::none || algorithm == Algorithm::ring || algorithm == Algorithm::hierarchical) break;
+    }
   }
+  // One rank per host: the hierarchical algorithm is the ring.
+  if (algorithm == Algorithm::hierarchical && comm.topology().local_size == 1) algorithm = Algorithm::ring;
+  std::vector<int> ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
   auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), 0, algorithm);
-  return submit(comm, desc, o, [o, algorithm](OpContext& ctx) {
+  desc.algorithm |= static_cast<uint8_t>(static_cast<uint8_t>(o.wire) << detail::kWireShift);  // ranks must agree
+  return submit(comm, desc, o, [o, algorithm, ring](OpContext& ctx) {
     auto in = static_cast<const char*>(o.input);
     auto out = static_cast<char*>(o.output);
-    if (algorithm == Algorithm::ring) detail::allreduce_ring(ctx, in, out, o.count, o.dtype, o.op);
-    else detail::allreduce_halving_doubling(ctx, in, out, o.count, o.dtype, o.op);
+    switch (algorithm) {
+      case Algorithm::ring: detail::allreduce_ring(ctx, in, out, o.count, o.dtype, o.op, o.wire); break;
+      case Algorithm::shm: detail::allreduce_shm(ctx, in, out, o.count, o.dtype, o.op); break;
+      case Algorithm::hierarchical:
+        detail::allreduce_hierarchical(ctx, in, out, o.count, o.dtype, o.op, ring, o.wire);
+        break;
+      default: detail::allreduce_halving_doubling(ctx, in, out, o.count, o.dtype, o.op); break;
+    }
   });
 }
 
@@ -115,29 +213,45 @@ Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
     copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
     return Work();
   }
-  auto desc = describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op));
-  return submit(comm, desc, o, [o](OpContext& ctx) {
-    detail::reduce_scatter_ring(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count,
-                                o.dtype, o.op);
+  const int n = comm.size();
+  Algorithm algorithm = resolve_movement("reduce_scatter", comm, o.algorithm, o.count * n * dtype_size(o.dtype));
+  if (algorithm == Algorithm::hierarchical && comm.topology().local_size == 1) algorithm = Algorithm::ring;
+  auto desc = describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), 0, algorithm);
+  auto hosts = detail::ranks_by_host(comm);
+  auto ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
+  return submit(comm, desc, o, [o, algorithm, n, hosts, ring](OpContext& ctx) {
+    auto in = static_cast<const char*>(o.input);
+    auto out = static_cast<char*>(o.output);
+    if (algorithm == Algorithm::shm) {
+      auto layout = detail::SpanLayout::from(detail::BlockLayout::balanced(o.count * n, n));
+      detail::reduce_scatter_shm(ctx, in, layout, out, o.dtype, o.op, true);
+    } else if (algorithm == Algorithm::hierarchical) {
+      detail::reduce_scatter_hierarchical(ctx, in, out, o.count, o.dtype, o.op, hosts, ring);
+    } else {
+      detail::reduce_scatter_ring(ctx, in, out, o.count, o.dtype, o.op);
+    }
   });
 }
 
 Work allgather(Communicator& comm, const AllgatherOptions& o) {
-  AllgathervOptions v;
-  static_cast<OpOptions&>(v) = o;
-  v.input = o.input;
-  v.output = o.output;
-  v.counts.assign(comm.size(), o.count);
-  v.dtype = o.dtype;
   check_buffers("allgather", o.input, o.output, o.count);
   if (comm.size() == 1) {
     copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
     return Work();
   }
-  auto desc = describe(OpKind::allgather, o.dtype, o.count);
-  return submit(comm, desc, o, [v](OpContext& ctx) {
-    detail::allgather_ring(ctx, static_cast<const char*>(v.input), static_cast<char*>(v.output),
-                           detail::BlockLayout::from_counts(v.counts), dtype_size(v.dtype));
+  Algorithm algorithm = resolve_movement("allgather", comm, o.algorithm, o.count * comm.size() * dtype_size(o.dtype));
+  if (algorithm == Algorithm::hierarchical && comm.topology().local_size == 1) algorithm = Algorithm::ring;
+  auto desc = describe(OpKind::allgather, o.dtype, o.count, -1, 0, 0, algorithm);
+  std::vector<size_t> counts(comm.size(), o.count);
+  auto hosts = detail::ranks_by_host(comm);
+  auto ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
+  return submit(comm, desc, o, [o, algorithm, counts, hosts, ring](OpContext& ctx) {
+    if (algorithm == Algorithm::hierarchical) {
+      detail::allgather_hierarchical(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count,
+                                     dtype_size(o.dtype), hosts, ring);
+    } else {
+      gather_blocks(ctx, algorithm, o.input, o.output, detail::BlockLayout::from_counts(counts), dtype_size(o.dtype));
+    }
   });
 }
 
@@ -152,10 +266,10 @@ Work allgatherv(Communicator& comm, const AllgathervOptions& o) {
     copy_if_distinct(o.output, o.input, total * dtype_size(o.dtype));
     return Work();
   }
+  Algorithm algorithm = all_in_shared_memory(comm) ? Algorithm::shm : Algorithm::ring;
   auto desc = describe(OpKind::allgatherv, o.dtype, total, -1, 0, hash_counts(o.counts));
-  return submit(comm, desc, o, [o](OpContext& ctx) {
-    detail::allgather_ring(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output),
-                           detail::BlockLayout::from_counts(o.counts), dtype_size(o.dtype));
+  return submit(comm, desc, o, [o, algorithm](OpContext& ctx) {
+    gather_blocks(ctx, algorithm, o.input, o.output, detail::BlockLayout::from_counts(o.counts), dtype_size(o.dtype));
   });
 }
 
@@ -212,8 +326,13 @@ Work broadcast(Communicator& comm, const BroadcastOptions& o) {
     return Work();
   }
   auto desc = describe(OpKind::broadcast, o.dtype, o.count, o.root);
-  return submit(comm, desc, o, [o, nbytes](OpContext& ctx) {
-    detail::broadcast_chain(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), nbytes, o.root);
+  const bool shm = all_in_shared_memory(comm);
+  return submit(comm, desc, o, [o, nbytes, shm](OpContext& ctx) {
+    auto in = static_cast<const char*>(o.input);
+    auto out = static_cast<char*>(o.output);
+    // With every rank on one host, local rank and rank coincide.
+    if (shm) detail::broadcast_shm(ctx, in, out, nbytes, o.root);
+    else detail::broadcast_chain(ctx, in, out, nbytes, o.root);
   });
 }
 
@@ -265,8 +384,11 @@ Work scatter(Communicator& comm, const ScatterOptions& o) {
 
 Work barrier(Communicator& comm, const BarrierOptions& o) {
   if (comm.size() == 1) return Work();
-  return submit(comm, describe(OpKind::barrier, DType::u8, 0), o,
-                [](OpContext& ctx) { detail::barrier_dissemination(ctx); });
+  const bool shm = all_in_shared_memory(comm);
+  return submit(comm, describe(OpKind::barrier, DType::u8, 0), o, [shm](OpContext& ctx) {
+    if (shm) detail::barrier_shm(ctx);
+    else detail::barrier_dissemination(ctx);
+  });
 }
 
 namespace {

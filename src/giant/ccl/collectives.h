@@ -18,12 +18,26 @@
 
 namespace giant::ccl {
 
-enum class Algorithm : uint8_t { automatic, ring, halving_doubling };
+// How a collective moves its data. automatic asks the communicator's cost
+// model (alpha-beta per link kind); any other choice overrides it per call.
+//   ring              ring over every rank (tcp, or shm between ranks of a host)
+//   halving_doubling  recursive halving and doubling (allreduce only)
+//   shm               directly in shared memory; every rank on one host
+//   hierarchical      shm inside each host, one ring per local rank across hosts
+enum class Algorithm : uint8_t { automatic, ring, halving_doubling, shm, hierarchical };
 const char* algorithm_name(Algorithm algorithm);
 Algorithm parse_algorithm(const std::string& name);  // throws giant::Error
 
+// The type floating data travels in between hosts (opt-in per call). Each
+// result is still bitwise identical on every rank: the owner of a block
+// rounds its own copy as well. Error is that of one rounding per hop of the
+// reduction (bf16: 8 significant bits, fp16: 11).
+enum class WireDType : uint8_t { none, bf16, fp16 };
+const char* wire_dtype_name(WireDType wire);
+WireDType parse_wire_dtype(const std::string& name);  // throws giant::Error
+
 struct OpOptions {
-  int priority = 0;  // larger is more urgent (used by the scheduler of a later issue)
+  int priority = 0;  // larger is more urgent
   std::chrono::milliseconds timeout{0};  // 0: the communicator's timeout
 };
 
@@ -34,6 +48,7 @@ struct AllreduceOptions : OpOptions {
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
   Algorithm algorithm = Algorithm::automatic;
+  WireDType wire = WireDType::none;  // f32 data only; ring or hierarchical
 };
 
 // input holds size() * count elements; rank r receives block r of the
@@ -44,6 +59,7 @@ struct ReduceScatterOptions : OpOptions {
   size_t count = 0;  // per rank
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
+  Algorithm algorithm = Algorithm::automatic;  // ring, shm or hierarchical
 };
 
 // output holds size() * count elements, rank r's input at block r.
@@ -52,6 +68,7 @@ struct AllgatherOptions : OpOptions {
   void* output = nullptr;
   size_t count = 0;  // per rank
   DType dtype = DType::f32;
+  Algorithm algorithm = Algorithm::automatic;  // ring, shm or hierarchical
 };
 
 // Rank r contributes counts[r] elements; output holds their concatenation.
@@ -136,6 +153,10 @@ struct RecvOptions : OpOptions {
   int peer = 0;
   uint32_t tag = 0;
 };
+
+// What Algorithm::automatic resolves to for an allreduce of `nbytes` on comm
+// (the same on every rank of it).
+Algorithm choose_allreduce_algorithm(const Communicator& comm, size_t nbytes);
 
 Work allreduce(Communicator& comm, const AllreduceOptions& options);
 Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& options);

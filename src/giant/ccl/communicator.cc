@@ -136,7 +136,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, Com
   if (config_.host_id.empty()) config_.host_id = default_host_id();
   if (size_ == 1) {
     topology_ = build_topology({PeerAddress{"", 0, config_.host_id}}, 0);
-    engine_ = std::make_unique<detail::Engine>(0, 1, config_, std::vector<detail::PeerLinks>{});
+    engine_ = std::make_unique<detail::Engine>(0, 1, config_, std::vector<detail::PeerLinks>{}, nullptr);
     return;
   }
   Deadline deadline = Deadline::after(config_.connect_timeout);
@@ -173,7 +173,8 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, Com
   }
   auto links = connect_mesh(rank_, size_, config_.sockets_per_peer, peers, listener, hello, deadline);
   topology_ = build_topology(peers, rank_);
-  engine_ = std::make_unique<detail::Engine>(rank_, size_, config_, std::move(links));
+  auto shm = detail::ShmGroup::create(scoped, topology_, rank_, config_, deadline);
+  engine_ = std::make_unique<detail::Engine>(rank_, size_, config_, std::move(links), std::move(shm));
 }
 
 Communicator::~Communicator() = default;
@@ -203,8 +204,11 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
 
 std::string Communicator::transport_to(int peer) const {
   GIANT_CHECK(peer >= 0 && peer < size_, "peer ", peer, " is not a rank of a communicator of size ", size_);
-  return peer == rank_ ? "self" : "tcp";
+  if (peer == rank_) return "self";
+  return engine_->shm() && topology_.same_host(rank_, peer) ? "shm" : "tcp";
 }
+
+bool Communicator::shared_memory() const { return engine_->shm() != nullptr; }
 
 void Communicator::abort(const std::string& reason) { engine_->abort(reason); }
 

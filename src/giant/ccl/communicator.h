@@ -48,9 +48,14 @@ class Communicator {
   int size() const { return size_; }
   const std::string& name() const { return name_; }
   const HostTopology& topology() const { return topology_; }
+  // True when every host's ranks share memory (see ccl.transport), so the shm
+  // and hierarchical algorithms can run.
+  bool shared_memory() const;
   const CommConfig& config() const { return config_; }
-  // The transport that carries messages to `peer` ("tcp"; "self" for this
-  // rank), so benchmarks can say what they measured.
+  // The transport that carries collectives to `peer`: "shm" for a rank of
+  // this host when shared memory is on, "tcp" otherwise, "self" for this
+  // rank. Point-to-point messages, alltoall, gather and scatter go over tcp
+  // (loopback inside a host) either way.
   std::string transport_to(int peer) const;
 
   // Collective: ranks with the same color form a new communicator, ordered by

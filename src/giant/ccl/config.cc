@@ -28,6 +28,14 @@ void CommConfig::define_tunables(Tunables& t) {
                  "pipeline segment of ring algorithms");
   t.define_bytes("ccl.allreduce.halving_doubling_max_bytes", static_cast<int64_t>(d.halving_doubling_max_bytes),
                  "automatic allreduce uses halving-doubling up to this size, ring above");
+  t.define_string("ccl.transport", d.transport,
+                  "between ranks of one host: auto (shared memory where possible) or tcp");
+  t.define_bytes("ccl.shm.chunk_bytes", static_cast<int64_t>(d.shm_chunk_bytes),
+                 "pipeline chunk of the shared-memory algorithms");
+  t.define_real("ccl.model.shm_alpha_us", d.shm_alpha_us, "latency of a shared-memory step (microseconds)");
+  t.define_real("ccl.model.shm_gbps", d.shm_gbps, "shared-memory bandwidth per rank (GB/s)");
+  t.define_real("ccl.model.tcp_alpha_us", d.tcp_alpha_us, "latency of a TCP message (microseconds)");
+  t.define_real("ccl.model.tcp_gbps", d.tcp_gbps, "TCP bandwidth per peer pair (GB/s)");
   t.define_string("ccl.listen_address", d.listen_address,
                   "address ranks listen on (empty: the one that reaches the store)");
   t.define_string("ccl.host_id", d.host_id, "host identity (empty: hostname plus network namespace)");
@@ -40,6 +48,12 @@ CommConfig CommConfig::from_tunables(const Tunables& t) {
   c.sockets_per_peer = static_cast<int>(t.get_int("ccl.tcp.sockets_per_peer"));
   c.segment_bytes = static_cast<size_t>(t.get_int("ccl.segment_bytes"));
   c.halving_doubling_max_bytes = static_cast<size_t>(t.get_int("ccl.allreduce.halving_doubling_max_bytes"));
+  c.transport = t.get_string("ccl.transport");
+  c.shm_chunk_bytes = static_cast<size_t>(t.get_int("ccl.shm.chunk_bytes"));
+  c.shm_alpha_us = t.get_real("ccl.model.shm_alpha_us");
+  c.shm_gbps = t.get_real("ccl.model.shm_gbps");
+  c.tcp_alpha_us = t.get_real("ccl.model.tcp_alpha_us");
+  c.tcp_gbps = t.get_real("ccl.model.tcp_gbps");
   c.listen_address = t.get_string("ccl.listen_address");
   c.host_id = t.get_string("ccl.host_id");
   if (c.sockets_per_peer < 1 || c.sockets_per_peer > 64) {
@@ -48,6 +62,14 @@ CommConfig CommConfig::from_tunables(const Tunables& t) {
   }
   if (c.segment_bytes < 4096) throw ConfigError("ccl.segment_bytes", "must be at least 4 KiB");
   if (c.timeout.count() <= 0) throw ConfigError("ccl.timeout", "must be positive");
+  if (c.transport != "auto" && c.transport != "tcp") {
+    throw ConfigError("ccl.transport", "must be auto or tcp, got '" + c.transport + "'");
+  }
+  if (c.shm_chunk_bytes < 4096) throw ConfigError("ccl.shm.chunk_bytes", "must be at least 4 KiB");
+  for (auto [key, value] : {std::pair{"ccl.model.shm_alpha_us", c.shm_alpha_us}, {"ccl.model.shm_gbps", c.shm_gbps},
+                            {"ccl.model.tcp_alpha_us", c.tcp_alpha_us}, {"ccl.model.tcp_gbps", c.tcp_gbps}}) {
+    if (!(value > 0)) throw ConfigError(key, "must be positive");
+  }
   return c;
 }
 

@@ -22,6 +22,17 @@ struct CommConfig {
   size_t segment_bytes = 1 << 20;
   // Automatic allreduce uses halving-doubling up to this size, ring above.
   size_t halving_doubling_max_bytes = 256 << 10;
+  // Between ranks of one host: "auto" uses shared memory where it can be set
+  // up (tcp otherwise), "tcp" never does.
+  std::string transport = "auto";
+  // Pipeline chunk of the shared-memory algorithms (per rank, two in flight).
+  size_t shm_chunk_bytes = 512 << 10;
+  // Alpha-beta costs per link kind (latency in microseconds, bandwidth in
+  // GB/s), for the automatic choice of algorithm and segment size.
+  double shm_alpha_us = 1.0;
+  double shm_gbps = 5.0;
+  double tcp_alpha_us = 40.0;
+  double tcp_gbps = 1.2;
   // Address to listen on; empty chooses the one that reaches the store.
   std::string listen_address;
   // Host identity; empty means hostname plus network namespace.

@@ -42,16 +42,46 @@ OpContext::~OpContext() {
   }
 }
 
-int OpContext::rank() const { return engine_.rank_; }
-int OpContext::size() const { return engine_.size_; }
+int OpContext::rank() const {
+  if (members_.empty()) return engine_.rank_;
+  return static_cast<int>(std::find(members_.begin(), members_.end(), engine_.rank_) - members_.begin());
+}
+int OpContext::size() const { return members_.empty() ? engine_.size_ : static_cast<int>(members_.size()); }
 const CommConfig& OpContext::config() const { return engine_.config_; }
+
+OpContext::Scope::Scope(OpContext& ctx, std::vector<int> members, uint64_t step_base)
+    : ctx_(ctx), saved_members_(std::move(ctx.members_)), saved_base_(ctx.step_base_) {
+  GIANT_CHECK(std::find(members.begin(), members.end(), ctx.engine_.rank_) != members.end(),
+              "a scope must include this rank");
+  ctx.members_ = std::move(members);
+  ctx.step_base_ = step_base;
+}
+
+OpContext::Scope::~Scope() {
+  ctx_.members_ = std::move(saved_members_);
+  ctx_.step_base_ = saved_base_;
+}
+
+ShmGroup* OpContext::shm() const { return engine_.shm_.get(); }
+
+void OpContext::shm_idle(int local) {
+  ShmGroup* g = engine_.shm_.get();
+  int peer = g->global_rank(local);
+  if (!g->alive(local)) {
+    throw CommError(peer, rank_name(peer) + " died (its process is gone) during " + desc_.describe());
+  }
+  if (deadline_.expired()) {
+    engine_.raise_timeout(desc_.describe() + " (operation #" + std::to_string(sequence_) + ")", {peer});
+  }
+  engine_.progress_once(Deadline::passed());  // control messages: aborts, pings, closed sockets
+}
 
 Request* OpContext::send(int peer, uint64_t step, const void* data, size_t nbytes) {
   requests_.emplace_back();
   Request* r = &requests_.back();
   r->kind = Request::Kind::send;
-  r->peer = peer;
-  r->key = {sequence_, step};
+  r->peer = to_global(peer);
+  r->key = {sequence_, step_base_ + step};
   r->data = const_cast<char*>(static_cast<const char*>(data));
   r->nbytes = nbytes;
   r->desc = desc_;
@@ -63,8 +93,8 @@ Request* OpContext::recv(int peer, uint64_t step, void* data, size_t nbytes) {
   requests_.emplace_back();
   Request* r = &requests_.back();
   r->kind = Request::Kind::recv;
-  r->peer = peer;
-  r->key = {sequence_, step};
+  r->peer = to_global(peer);
+  r->key = {sequence_, step_base_ + step};
   r->data = static_cast<char*>(data);
   r->nbytes = nbytes;
   r->desc = desc_;
@@ -103,8 +133,9 @@ char* OpContext::scratch(int slot, size_t bytes) {
 
 // ------------------------------------------------------------------- Engine
 
-Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links)
-    : rank_(rank), size_(size), config_(std::move(config)), departed_(size, false), pong_sequence_(size, 0) {
+Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links, std::unique_ptr<ShmGroup> shm)
+    : rank_(rank), size_(size), config_(std::move(config)), departed_(size, false), pong_sequence_(size, 0),
+      shm_(std::move(shm)) {
   std::vector<std::vector<net::Fd>> data(size);
   control_.resize(size);
   for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {

@@ -17,6 +17,7 @@
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
 #include "giant/ccl/config.h"
+#include "giant/ccl/shm_group.h"
 #include "giant/ccl/tcp_transport.h"
 #include "giant/ccl/work.h"
 #include "giant/ccl/work_state.h"
@@ -33,10 +34,29 @@ class OpContext {
   OpContext(const OpContext&) = delete;
   OpContext& operator=(const OpContext&) = delete;
 
+  // Rank and size within the current scope (the whole communicator unless a
+  // Scope narrows it); peers passed to send and recv are scope ranks.
   int rank() const;
   int size() const;
   const CommConfig& config() const;
   const OpDescriptor& desc() const { return desc_; }
+  uint64_t sequence() const { return sequence_; }
+
+  // Narrows rank(), size(), send and recv to a subset of the communicator's
+  // ranks (in the given order) until destroyed; steps are offset by
+  // step_base so that phases of one operation never share a message key.
+  class Scope {
+   public:
+    Scope(OpContext& ctx, std::vector<int> members, uint64_t step_base);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    OpContext& ctx_;
+    std::vector<int> saved_members_;
+    uint64_t saved_base_;
+  };
 
   // step numbers must be unique within the operation for each peer pair.
   Request* send(int peer, uint64_t step, const void* data, size_t nbytes);
@@ -46,13 +66,22 @@ class OpContext {
   // A reusable buffer of the engine (slot 0..2), valid until the op ends.
   char* scratch(int slot, size_t bytes);
 
+  // Shared memory with the ranks of this host; nullptr when it is off.
+  ShmGroup* shm() const;
+  // For ShmGroup waits: between naps, gives up on the deadline, a dead peer
+  // (local rank `local`) or a fault reported on the sockets.
+  void shm_idle(int local);
+
  private:
   void progress();
+  int to_global(int peer) const { return members_.empty() ? peer : members_[peer]; }
   Engine& engine_;
   uint64_t sequence_;
   OpDescriptor desc_;
   Deadline deadline_;
   std::deque<Request> requests_;
+  std::vector<int> members_;  // empty: every rank
+  uint64_t step_base_ = 0;
 };
 
 struct CollectiveOp {
@@ -70,12 +99,14 @@ struct PeerLinks {
 
 class Engine {
  public:
-  Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links);
+  Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links, std::unique_ptr<ShmGroup> shm);
   ~Engine();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   const CommConfig& config() const { return config_; }
+
+  ShmGroup* shm() const { return shm_.get(); }
 
   Work submit(std::unique_ptr<CollectiveOp> op);
   Work submit_p2p(bool is_send, int peer, uint32_t tag, void* data, size_t nbytes,
@@ -123,6 +154,7 @@ class Engine {
   uint64_t ping_sequence_ = 0;
   bool probing_ = false;
   std::unique_ptr<TcpTransport> transport_;
+  std::unique_ptr<ShmGroup> shm_;
   net::Fd wake_fd_;
   std::vector<pollfd> poll_fds_;
   std::vector<char> scratch_[3];

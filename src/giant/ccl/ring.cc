@@ -2,10 +2,12 @@
 // so that a segment is reduced while the next ones are on the wire.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "giant/base/error.h"
 #include "giant/ccl/algorithms.h"
 #include "giant/ccl/reduce_kernels.h"
+#include "giant/ccl/wire_compression.h"
 
 namespace giant::ccl::detail {
 
@@ -54,13 +56,14 @@ struct Segments {
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
 // Allgather around the ring: at step t this rank forwards block r-t and
-// receives block r-t-1 from its left, straight into place.
+// receives block r-t-1 from its left, straight into place. on_received(b, k),
+// if given, sees each received segment once it has been forwarded.
 class RingAllgather {
  public:
   RingAllgather(OpContext& ctx, char* out, const BlockLayout& layout, size_t elem, const Segments& seg,
-                uint64_t step_base)
+                uint64_t step_base, std::function<void(int b, int k)> on_received = {})
       : ctx_(ctx), out_(out), layout_(layout), elem_(elem), seg_(seg), step_base_(step_base),
-        n_(ctx.size()), r_(ctx.rank()) {}
+        n_(ctx.size()), r_(ctx.rank()), on_received_(std::move(on_received)) {}
 
   void post_receives() {
     int S = seg_.per_block;
@@ -80,6 +83,7 @@ class RingAllgather {
       for (int k = 0; k < S; ++k) {
         ctx_.wait(recvs_[t * S + k]);
         if (t + 1 < n_ - 1) ctx_.send(right(), key(t + 1, k), at(b, k), bytes(b, k));
+        if (on_received_) on_received_(b, k);
       }
     }
   }
@@ -98,6 +102,7 @@ class RingAllgather {
   const Segments& seg_;
   uint64_t step_base_;
   int n_, r_;
+  std::function<void(int, int)> on_received_;
   std::vector<Request*> recvs_;
 };
 
@@ -105,12 +110,23 @@ class RingAllgather {
 // receives block r-s-2, which it reduces with its own input; after n-1 steps
 // block r is complete here. accumulate(b) is where block b is reduced into.
 // on_owned(k, data, count) sees each finished segment of block r.
+// With a wire type (f32 data only) every partial result travels encoded, from
+// `encoded` (wire elements laid out like the data), and the receiver reduces
+// straight from the encoded segment.
 template <class Accumulate, class OnOwned>
 void ring_reduce_scatter(OpContext& ctx, const char* in, Accumulate accumulate, const BlockLayout& layout,
-                         DType dtype, ReduceOp op, const Segments& seg, OnOwned on_owned) {
+                         DType dtype, ReduceOp op, const Segments& seg, OnOwned on_owned,
+                         WireDType wire = WireDType::none, char* encoded = nullptr) {
   const int n = ctx.size(), r = ctx.rank(), S = seg.per_block;
   const int left = mod(r - 1, n), right = mod(r + 1, n);
-  const size_t elem = dtype_size(dtype);
+  const size_t elem = wire == WireDType::none ? dtype_size(dtype) : wire_size(wire);  // on the wire
+  const size_t data_elem = dtype_size(dtype);
+  // Encodes `cnt` elements at element `off` of the data and sends them.
+  auto send_encoded = [&](uint64_t step, const char* data, size_t off, size_t cnt) {
+    auto* e = reinterpret_cast<uint16_t*>(encoded + off * elem);
+    detail::encode(wire, reinterpret_cast<const float*>(data), e, cnt);
+    ctx.send(right, step, e, cnt * elem);
+  };
   // Two slots of temporary space, alternating by step. Segment k always lands
   // at the same place in a slot, whatever the size of its block, so posting
   // step s+2's segment k never overlaps step s's segments still unread.
@@ -131,7 +147,9 @@ void ring_reduce_scatter(OpContext& ctx, const char* in, Accumulate accumulate, 
   int first = mod(r - 1, n);
   for (int k = 0; k < S; ++k) {
     size_t off = layout.offset[first] + seg.offset(layout.count[first], k);
-    ctx.send(right, key(0, k), in + off * elem, seg.count(layout.count[first], k) * elem);
+    size_t cnt = seg.count(layout.count[first], k);
+    if (wire != WireDType::none) send_encoded(key(0, k), in + off * data_elem, off, cnt);
+    else ctx.send(right, key(0, k), in + off * elem, cnt * elem);
   }
   for (int s = 0; s < n - 1; ++s) {
     int b = recv_block(s);
@@ -139,10 +157,21 @@ void ring_reduce_scatter(OpContext& ctx, const char* in, Accumulate accumulate, 
       ctx.wait(recvs[s * S + k]);
       size_t within = seg.offset(layout.count[b], k);
       size_t cnt = seg.count(layout.count[b], k);
-      char* dst = accumulate(b) + within * elem;
-      reduce_into(dst, in + (layout.offset[b] + within) * elem, temp[s % 2] + k * stride, cnt, dtype, op);
-      if (s + 1 < n - 1) ctx.send(right, key(s + 1, k), dst, cnt * elem);
-      else on_owned(k, dst, cnt);
+      char* dst = accumulate(b) + within * data_elem;
+      const char* mine = in + (layout.offset[b] + within) * data_elem;
+      const char* got = temp[s % 2] + k * stride;
+      if (wire != WireDType::none) {
+        decode_reduce(wire, reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(mine),
+                      reinterpret_cast<const uint16_t*>(got), cnt, op);
+      } else {
+        reduce_into(dst, mine, got, cnt, dtype, op);
+      }
+      if (s + 1 < n - 1) {
+        if (wire != WireDType::none) send_encoded(key(s + 1, k), dst, layout.offset[b] + within, cnt);
+        else ctx.send(right, key(s + 1, k), dst, cnt * elem);
+      } else {
+        on_owned(k, dst, cnt);
+      }
       if (s + 2 < n - 1) post_recv(s + 2, k);
     }
   }
@@ -154,21 +183,48 @@ bool overlaps(const char* a, size_t a_bytes, const char* b, size_t b_bytes) {
 
 }  // namespace
 
-void allreduce_ring(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op) {
-  const int n = ctx.size();
+void allreduce_ring(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op,
+                    WireDType wire) {
+  GIANT_CHECK(wire == WireDType::none || dtype == DType::f32, "allreduce: wire compression (",
+              wire_dtype_name(wire), ") needs f32 data, got ", dtype_name(dtype));
+  const int n = ctx.size(), r = ctx.rank();
   const size_t elem = dtype_size(dtype);
+  const size_t wire_elem = wire == WireDType::none ? elem : wire_size(wire);
   BlockLayout layout = BlockLayout::balanced(count, n);
-  Segments seg(layout.max_count() * elem, ctx.config().segment_bytes);
+  Segments seg(layout.max_count() * wire_elem, ctx.config().segment_bytes);
+  // Compressed: the reduce-scatter sends from the first half of this buffer,
+  // the allgather receives into and forwards from the second, and each
+  // received segment is decoded into the output.
+  char* rs_encoded = nullptr;
+  char* ag_encoded = nullptr;
+  std::function<void(int, int)> decode_segment;
+  if (wire != WireDType::none) {
+    rs_encoded = ctx.scratch(2, std::max<size_t>(2 * count * wire_elem, 1));
+    ag_encoded = rs_encoded + count * wire_elem;
+    decode_segment = [&](int b, int k) {
+      size_t off = layout.offset[b] + seg.offset(layout.count[b], k);
+      decode(wire, reinterpret_cast<const uint16_t*>(ag_encoded + off * wire_elem),
+             reinterpret_cast<float*>(out + off * elem), seg.count(layout.count[b], k));
+    };
+  }
   // Both phases are pipelined together: a segment of the owned block starts
   // around the ring as soon as it is reduced.
-  RingAllgather gather(ctx, out, layout, elem, seg, static_cast<uint64_t>(n - 1) * seg.per_block);
+  RingAllgather gather(ctx, wire != WireDType::none ? ag_encoded : out, layout, wire_elem, seg,
+                       static_cast<uint64_t>(n - 1) * seg.per_block, decode_segment);
   gather.post_receives();
   ring_reduce_scatter(
       ctx, in, [&](int b) { return out + layout.offset[b] * elem; }, layout, dtype, op, seg,
       [&](int k, char* data, size_t cnt) {
         if (op == ReduceOp::avg) finish_average(data, cnt, dtype, n);
+        if (wire != WireDType::none) {
+          // The owner rounds its own copy too, so that every rank ends bitwise equal.
+          size_t off = layout.offset[r] + seg.offset(layout.count[r], k);
+          round_through(wire, reinterpret_cast<float*>(data), reinterpret_cast<uint16_t*>(ag_encoded + off * wire_elem),
+                        cnt);
+        }
         gather.send_own_segment(k);
-      });
+      },
+      wire, rs_encoded);
   gather.run();
 }
 

@@ -33,7 +33,10 @@ std::string OpDescriptor::describe() const {
   if (kind == OpKind::allreduce || kind == OpKind::reduce_scatter || kind == OpKind::reduce) {
     s += std::string(", op=") + reduce_op_name(static_cast<ReduceOp>(op));
   }
-  if (kind == OpKind::allreduce) s += std::string(", algorithm=") + algorithm_name(static_cast<Algorithm>(algorithm));
+  if (kind == OpKind::allreduce) {
+    s += std::string(", algorithm=") + algorithm_name(static_cast<Algorithm>(algorithm & ((1u << kWireShift) - 1)));
+    s += std::string(", wire=") + wire_dtype_name(static_cast<WireDType>(algorithm >> kWireShift));
+  }
   if (root >= 0) s += ", root=" + std::to_string(root);
   if (aux != 0) s += ", counts#" + std::to_string(aux % 100000);
   return s + ")";

@@ -21,7 +21,7 @@ struct OpDescriptor {
   OpKind kind = OpKind::none;
   uint8_t dtype = 0;
   uint8_t op = 0;
-  uint8_t algorithm = 0;
+  uint8_t algorithm = 0;  // Algorithm in the low 4 bits, an allreduce's WireDType above (kWireShift)
   int32_t root = -1;
   uint64_t count = 0;
   uint64_t aux = 0;  // e.g. a hash of allgatherv's per-rank counts
@@ -33,6 +33,7 @@ struct OpDescriptor {
   bool operator!=(const OpDescriptor& o) const { return !(*this == o); }
   std::string describe() const;
 };
+constexpr int kWireShift = 4;
 
 // Identifies one message: collectives use (operation sequence number, step);
 // point-to-point uses (kP2PBit | tag, per-(peer, tag) sequence number).

@@ -1,10 +1,26 @@
 #include "ccl/support/collective_checks.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ccl/support/ranks.h"
 
 namespace giant::ccl::test {
+
+std::vector<Algorithm> allreduce_algorithms(const Communicator& comm, const CollectivePlan& plan) {
+  std::vector<Algorithm> algorithms = plan.algorithms;
+  if (plan.shared_memory_algorithms && comm.shared_memory() && comm.size() > 1) {
+    bool one_host = comm.topology().num_hosts() == 1;
+    Algorithm extra = one_host ? Algorithm::shm : Algorithm::hierarchical;
+    // hierarchical needs the same number of ranks on every host.
+    bool uniform = comm.size() % comm.topology().num_hosts() == 0 &&
+                   comm.topology().local_size * comm.topology().num_hosts() == comm.size();
+    if ((one_host || uniform) && std::find(algorithms.begin(), algorithms.end(), extra) == algorithms.end()) {
+      algorithms.push_back(extra);
+    }
+  }
+  return algorithms;
+}
 
 std::string case_name(const char* collective, const Communicator& comm, const std::string& details) {
   std::ostringstream out;

@@ -29,6 +29,9 @@ struct CollectivePlan {
   std::vector<ReduceOp> ops = {std::begin(kAllReduceOps), std::end(kAllReduceOps)};
   std::vector<Algorithm> algorithms = {Algorithm::automatic, Algorithm::ring,
                                        Algorithm::halving_doubling};
+  // Also run shm (one host) or hierarchical (several) where the
+  // communicator can (see allreduce_algorithms).
+  bool shared_memory_algorithms = true;
   // Cases at kBigCount elements (per rank, or per peer): a few dtype/op
   // pairs only, to keep the suite fast.
   std::vector<std::pair<DType, ReduceOp>> big_cases = {
@@ -72,6 +75,8 @@ struct NamedCheck {
 const std::vector<NamedCheck>& all_checks();
 
 // Helpers shared by the checks.
+// plan.algorithms, plus shm or hierarchical where comm can run them.
+std::vector<Algorithm> allreduce_algorithms(const Communicator& comm, const CollectivePlan& plan);
 // "allreduce n=3 rank=1 ..." followed by the given details.
 std::string case_name(const char* collective, const Communicator& comm, const std::string& details);
 std::string case_name(const char* collective, const Communicator& comm, DType dtype, size_t count,

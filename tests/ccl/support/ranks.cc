@@ -155,8 +155,8 @@ std::string key_path(const std::string& directory, int rank, const std::string& 
   return directory + "/rank" + std::to_string(rank) + ".key." + key;
 }
 
-[[noreturn]] void run_child(ProcessContext context, const ProcessBody& body, StoreKind kind, int port_pipe,
-                            const std::string& secret, pid_t parent, int alarm_seconds) {
+[[noreturn]] void run_child(ProcessContext context, const ProcessBody& body, const ProcessOptions& options,
+                            int port_pipe, const std::string& secret, pid_t parent, int alarm_seconds) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test process
   if (::getppid() != parent) ::_exit(96);
   ::alarm(static_cast<unsigned>(alarm_seconds));  // nor the group's deadline
@@ -168,7 +168,8 @@ std::string key_path(const std::string& directory, int rank, const std::string& 
   ::close(port_pipe);
   int code = 0;
   try {
-    if (kind == StoreKind::tcp) {
+    if (options.before_rank) options.before_rank(context.rank);
+    if (options.store == StoreKind::tcp) {
       context.store = std::make_shared<TcpStore>("127.0.0.1", port, secret, 30s);
     } else {
       context.store = std::make_shared<FileStore>(context.directory + "/store");
@@ -242,7 +243,7 @@ ProcessGroup::ProcessGroup(int size, ProcessBody body, ProcessOptions options)
       context.rank = rank;
       context.size = size;
       context.directory = directory_;
-      run_child(std::move(context), body, options.store, pipe_fds[0], secret, parent, alarm_seconds);
+      run_child(std::move(context), body, options, pipe_fds[0], secret, parent, alarm_seconds);
     }
     ::close(pipe_fds[0]);
     port_pipes.push_back(pipe_fds[1]);

@@ -84,6 +84,9 @@ using ProcessBody = std::function<int(ProcessContext& context)>;
 struct ProcessOptions {
   StoreKind store = StoreKind::tcp;
   std::chrono::milliseconds deadline = 180s;  // for the whole group
+  // Run in each forked rank before it opens the store or runs the body (e.g.
+  // to enter a network namespace); an exception fails the rank (exit code 2).
+  std::function<void(int rank)> before_rank;
 };
 
 struct RankExit {

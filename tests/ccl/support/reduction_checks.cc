@@ -112,12 +112,12 @@ void check_allreduce(Communicator& comm, const CollectivePlan& plan, Findings& f
     for (DType dtype : plan.dtypes)
       for (ReduceOp op : plan.ops)
         if (valid_pair(dtype, op))
-          for (Algorithm algorithm : plan.algorithms)
+          for (Algorithm algorithm : allreduce_algorithms(comm, plan))
             for (bool in_place : {false, true})
               allreduce_case(comm, dtype, op, count, algorithm, in_place, findings);
   bool first = true;
   for (const auto& [dtype, op] : plan.big_cases) {
-    for (Algorithm algorithm : plan.algorithms) {
+    for (Algorithm algorithm : allreduce_algorithms(comm, plan)) {
       allreduce_case(comm, dtype, op, kBigCount, algorithm, false, findings);
       if (first) allreduce_case(comm, dtype, op, kBigCount, algorithm, true, findings);
     }
@@ -191,7 +191,7 @@ void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Fin
   for (size_t count : {size_t{1000}, size_t{70001}}) {
     for (DType dtype : floats) {
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::prod}) {
-        for (Algorithm algorithm : plan.algorithms) {
+        for (Algorithm algorithm : allreduce_algorithms(comm, plan)) {
           const uint32_t seed = 7919u * rank + salt_of(dtype, op, count, static_cast<int>(algorithm));
           Buffer input = random_values(dtype, count, seed);
           Buffer output(dtype, count);
@@ -230,7 +230,7 @@ void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Fin
     }
   }
   // Large: f32 sum at 2^20+3 elements.
-  for (Algorithm algorithm : plan.algorithms) {
+  for (Algorithm algorithm : allreduce_algorithms(comm, plan)) {
     Buffer input = random_values(DType::f32, kBigCount, 104729u * (rank + 1));
     Buffer output(DType::f32, kBigCount);
     AllreduceOptions options;

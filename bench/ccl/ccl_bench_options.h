@@ -1,0 +1,64 @@
+// The flags of `giant bench ccl` (see kUsage in ccl_bench_options.cc) and the
+// collectives it knows.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "giant/ccl/collectives.h"
+#include "giant/ccl/types.h"
+
+namespace giant::bench {
+
+enum class Collective { allreduce, reduce_scatter, allgather, alltoall, broadcast, reduce, gather, scatter, sendrecv };
+constexpr Collective kAllCollectives[] = {
+    Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+    Collective::alltoall,  Collective::broadcast,      Collective::reduce,
+    Collective::gather,    Collective::scatter,        Collective::sendrecv};
+
+const char* collective_name(Collective c);
+bool is_reduction(Collective c);
+bool is_rooted(Collective c);
+
+struct Options {
+  int nproc = 4;
+  bool nproc_given = false;  // --launched checks it against the launcher's world size
+  std::vector<Collective> collectives{std::begin(kAllCollectives), std::end(kAllCollectives)};
+  int64_t min_bytes = 8;
+  int64_t max_bytes = int64_t{256} << 20;
+  int step_factor = 2;
+  ccl::DType dtype = ccl::DType::f32;
+  ccl::ReduceOp op = ccl::ReduceOp::sum;
+  int root = 0;
+  ccl::Algorithm algorithm = ccl::Algorithm::automatic;
+  ccl::WireDType wire = ccl::WireDType::none;
+  bool launched = false;  // ranks come from a launcher (giant launch, ...) instead of fork
+  int iters = 0;          // 0: time-budgeted per size
+  int warmup = 2;
+  double budget_seconds = 0.2;
+  int max_iters = 100;
+  int min_iters = 2;
+  int repeat = 1;
+  std::optional<int> sockets;
+  std::optional<double> timeout_seconds;  // unset: 60 s unless GIANT_CCL_TIMEOUT says otherwise
+  double run_timeout_seconds = 3600;
+  std::vector<std::pair<std::string, std::string>> tunable_overrides;
+};
+
+// Exits 0 after printing the usage for --help; throws std::invalid_argument
+// (or giant::Error from ccl's parsers) on bad flags, before any work starts.
+Options parse_options(int argc, char** argv);
+
+// Checks that need the world size (known only after bootstrap with --launched).
+void check_world_size(const Options& o, int world_size);
+
+// The largest relative error the wire dtype allows an allreduce over nproc
+// ranks, as a fraction of the sum of |inputs| (0 for none): one rounding per
+// hop, bf16 keeps 8 significant bits, fp16 11.
+double wire_relative_bound(ccl::WireDType wire, int nproc);
+
+}  // namespace giant::bench

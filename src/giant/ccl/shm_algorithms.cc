@@ -1,0 +1,344 @@
+// Collectives in shared memory between the ranks of one host, chunked
+// through the two slots of each rank's segment (see shm_group.h), and the
+// hierarchical allreduce built on them.
+//
+// Per step s (one chunk): a rank waits until every peer has finished with
+// step s-2 (which used the same slot), fills its slot, publishes posted=s,
+// reads the peers' slots in place, and publishes consumed=s. Every reduced
+// block is computed by exactly one rank and copied by the others, so results
+// are bitwise identical on every rank.
+#include <algorithm>
+#include <cstring>
+
+#include "giant/base/error.h"
+#include "giant/ccl/algorithms.h"
+#include "giant/ccl/reduce_kernels.h"
+#include "giant/ccl/shm_group.h"
+
+namespace giant::ccl::detail {
+namespace {
+
+// Below this an allreduce is done in one step, every rank reducing the whole
+// buffer itself: one synchronisation instead of three.
+constexpr size_t kOneStepMaxBytes = 32 << 10;
+// Reductions of several sources go piece by piece, so the destination stays
+// in L1 while each source is folded in.
+constexpr size_t kFoldPieceBytes = 16 << 10;
+
+class ShmSteps {
+ public:
+  explicit ShmSteps(OpContext& ctx)
+      : g(*ctx.shm()), me(g.local_rank()), n(g.local_size()), ctx_(ctx),
+        idle_([&ctx](int local) { ctx.shm_idle(local); }) {}
+
+  uint32_t take(size_t steps) { return g.take_steps(static_cast<uint32_t>(steps)); }
+  // Before filling this rank's slot for step s: step s-2 used it, and every
+  // peer must be done reading it.
+  void claim(uint32_t s) { g.wait_all(ShmGroup::consumed, s - 2, idle_); }
+  void post(uint32_t s) {
+    g.label(s, ctx_.sequence(), ctx_.desc());
+    g.publish(ShmGroup::posted, s);
+  }
+  void wait_posted(uint32_t s) {
+    for (int q = 0; q < n; ++q) {
+      if (q != me) wait_posted_by(q, s);
+    }
+  }
+  // Also checks that the peer runs the same operation as this rank.
+  void wait_posted_by(int local, uint32_t s) {
+    g.wait_for(local, ShmGroup::posted, s, idle_);
+    auto [sequence, desc] = g.label_of(local, s);
+    if (sequence != ctx_.sequence() || desc != ctx_.desc()) {
+      int peer = g.global_rank(local);
+      std::string name = "rank " + std::to_string(peer);
+      throw CommError(peer, "operation mismatch with " + name + " on operation #" + std::to_string(ctx_.sequence()) +
+                                ": rank " + std::to_string(ctx_.rank()) + " issued " + ctx_.desc().describe() + ", " +
+                                name + " issued " + desc.describe() + " as operation #" + std::to_string(sequence));
+    }
+  }
+  void mark_reduced(uint32_t s) { g.publish(ShmGroup::reduced, s); }
+  void wait_reduced(uint32_t s) { g.wait_all(ShmGroup::reduced, s, idle_); }
+  void release(uint32_t s) { g.publish(ShmGroup::consumed, s); }
+  char* slot(int local, uint32_t s) const { return g.slot(local, s); }
+
+  ShmGroup& g;
+  const int me;
+  const int n;
+
+ private:
+  OpContext& ctx_;
+  std::function<void(int)> idle_;
+};
+
+size_t chunks_of(size_t count, size_t per_chunk) { return count == 0 ? 0 : (count + per_chunk - 1) / per_chunk; }
+
+// dst = srcs[0] op srcs[1] op ... (in that order); dst may be srcs[0].
+void fold(char* dst, const std::vector<const char*>& srcs, size_t count, DType dtype, ReduceOp op) {
+  const size_t elem = dtype_size(dtype);
+  if (srcs.size() == 1) {
+    move_bytes(dst, srcs[0], count * elem);
+    return;
+  }
+  const size_t piece = std::max<size_t>(1, kFoldPieceBytes / elem);
+  for (size_t off = 0; off < count; off += piece) {
+    size_t c = std::min(piece, count - off);
+    size_t at = off * elem;
+    reduce_into(dst + at, srcs[0] + at, srcs[1] + at, c, dtype, op);
+    for (size_t k = 2; k < srcs.size(); ++k) reduce_into(dst + at, dst + at, srcs[k] + at, c, dtype, op);
+  }
+}
+
+void allreduce_one_step(ShmSteps& st, const char* in, char* out, size_t count, DType dtype, ReduceOp op) {
+  const size_t nbytes = count * dtype_size(dtype);
+  uint32_t s = st.take(1);
+  st.claim(s);
+  std::memcpy(st.slot(st.me, s), in, nbytes);
+  st.post(s);
+  st.wait_posted(s);
+  // Every rank folds all inputs in local rank order: the same bits everywhere.
+  std::vector<const char*> srcs;
+  for (int q = 0; q < st.n; ++q) srcs.push_back(st.slot(q, s));
+  fold(out, srcs, count, dtype, op);
+  st.release(s);
+  if (op == ReduceOp::avg) finish_average(out, count, dtype, st.n);
+}
+
+}  // namespace
+
+void allreduce_shm(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op) {
+  ShmSteps st(ctx);
+  const size_t elem = dtype_size(dtype);
+  if (count == 0) return;
+  if (count * elem <= std::min(kOneStepMaxBytes, st.g.slot_bytes())) {
+    allreduce_one_step(st, in, out, count, dtype, op);
+    return;
+  }
+  // Each chunk: every rank copies its part in, reduces one block of it in
+  // place in its own slot (its own input first, then the peers' in order),
+  // and copies every finished block out.
+  const size_t per_chunk = std::max<size_t>(1, st.g.slot_bytes() / elem);
+  const size_t chunks = chunks_of(count, per_chunk);
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * per_chunk, cnt = std::min(per_chunk, count - base);
+    const BlockLayout blocks = BlockLayout::balanced(cnt, st.n);
+    st.claim(s);
+    std::memcpy(st.slot(st.me, s), in + base * elem, cnt * elem);
+    st.post(s);
+    st.wait_posted(s);
+    const size_t at = blocks.offset[st.me] * elem;
+    char* mine = st.slot(st.me, s) + at;
+    std::vector<const char*> srcs{mine};
+    for (int q = 0; q < st.n; ++q) {
+      if (q != st.me) srcs.push_back(st.slot(q, s) + at);
+    }
+    fold(mine, srcs, blocks.count[st.me], dtype, op);
+    if (op == ReduceOp::avg) finish_average(mine, blocks.count[st.me], dtype, st.n);
+    st.mark_reduced(s);
+    st.wait_reduced(s);
+    for (int q = 0; q < st.n; ++q) {
+      size_t off = blocks.offset[q] * elem;
+      std::memcpy(out + base * elem + off, st.slot(q, s) + off, blocks.count[q] * elem);
+    }
+    st.release(s);
+  }
+}
+
+SpanLayout SpanLayout::from(const BlockLayout& layout) {
+  SpanLayout l;
+  for (size_t b = 0; b < layout.count.size(); ++b) l.spans.push_back({{layout.offset[b], layout.count[b]}});
+  return l;
+}
+
+size_t SpanLayout::count(int block) const {
+  size_t total = 0;
+  for (const Span& s : spans[block]) total += s.count;
+  return total;
+}
+
+size_t SpanLayout::max_count() const {
+  size_t most = 0;
+  for (int b = 0; b < static_cast<int>(spans.size()); ++b) most = std::max(most, count(b));
+  return most;
+}
+
+namespace {
+
+// Calls f(buffer_offset, position, count) for each stretch of elements
+// [start, start + len) of the concatenation of spans, position counted from start.
+template <class F>
+void for_each_stretch(const std::vector<SpanLayout::Span>& spans, size_t start, size_t len, F f) {
+  size_t pos = 0, done = 0;
+  for (const auto& span : spans) {
+    if (len == 0) break;
+    if (start < pos + span.count) {
+      size_t from = start - pos, n = std::min(len, span.count - from);
+      f(span.offset + from, done, n);
+      start += n;
+      len -= n;
+      done += n;
+    }
+    pos += span.count;
+  }
+}
+
+}  // namespace
+
+void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout, char* out, DType dtype,
+                        ReduceOp op, bool finish_avg) {
+  ShmSteps st(ctx);
+  const size_t elem = dtype_size(dtype);
+  // A chunk carries the same stretch of every block.
+  const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / elem / static_cast<size_t>(st.n));
+  const size_t chunks = chunks_of(layout.max_count(), piece);
+  if (chunks == 0) return;
+  const uint32_t first = st.take(chunks);
+  const size_t mine = layout.count(st.me);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * piece;
+    st.claim(s);
+    for (int b = 0; b < st.n; ++b) {
+      char* dst = st.slot(st.me, s) + b * piece * elem;
+      for_each_stretch(layout.spans[b], base, piece, [&](size_t offset, size_t at, size_t n) {
+        std::memcpy(dst + at * elem, in + offset * elem, n * elem);
+      });
+    }
+    st.post(s);
+    st.wait_posted(s);
+    if (base < mine) {
+      std::vector<const char*> srcs;
+      for (int q = 0; q < st.n; ++q) srcs.push_back(st.slot(q, s) + st.me * piece * elem);
+      size_t cnt = std::min(piece, mine - base);
+      fold(out + base * elem, srcs, cnt, dtype, op);
+      if (finish_avg && op == ReduceOp::avg) finish_average(out + base * elem, cnt, dtype, st.n);
+    }
+    st.release(s);
+  }
+}
+
+void allgather_shm(OpContext& ctx, const char* in, char* out, const SpanLayout& layout, size_t elem) {
+  ShmSteps st(ctx);
+  const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / elem);
+  const size_t chunks = chunks_of(layout.max_count(), piece);
+  if (chunks == 0) return;
+  const uint32_t first = st.take(chunks);
+  const size_t mine = layout.count(st.me);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * piece;
+    st.claim(s);
+    if (base < mine) std::memcpy(st.slot(st.me, s), in + base * elem, std::min(piece, mine - base) * elem);
+    st.post(s);
+    st.wait_posted(s);
+    for (int q = 0; q < st.n; ++q) {
+      const char* src = st.slot(q, s);
+      for_each_stretch(layout.spans[q], base, piece, [&](size_t offset, size_t at, size_t n) {
+        move_bytes(out + offset * elem, src + at * elem, n * elem);
+      });
+    }
+    st.release(s);
+  }
+}
+
+void broadcast_shm(OpContext& ctx, const char* in, char* out, size_t nbytes, int root) {
+  ShmSteps st(ctx);
+  const size_t piece = st.g.slot_bytes();
+  const size_t chunks = chunks_of(nbytes, piece);
+  if (chunks == 0) return;
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * piece, len = std::min(piece, nbytes - base);
+    if (st.me == root) {
+      st.claim(s);
+      std::memcpy(st.slot(st.me, s), in + base, len);
+      st.post(s);
+      move_bytes(out + base, in + base, len);
+    } else {
+      st.wait_posted_by(root, s);
+      std::memcpy(out + base, st.slot(root, s), len);
+    }
+    st.release(s);
+  }
+}
+
+void barrier_shm(OpContext& ctx) {
+  ShmSteps st(ctx);
+  uint32_t s = st.take(1);
+  st.post(s);
+  st.wait_posted(s);
+  st.release(s);
+}
+
+void allreduce_hierarchical(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op,
+                            const std::vector<int>& cross_host_ring, WireDType wire) {
+  ShmGroup& g = *ctx.shm();
+  const size_t elem = dtype_size(dtype);
+  const BlockLayout layout = BlockLayout::balanced(count, g.local_size());
+  const ReduceOp partial = op == ReduceOp::avg ? ReduceOp::sum : op;
+  char* mine = out + layout.offset[g.local_rank()] * elem;
+  const size_t cnt = layout.count[g.local_rank()];
+  // 1. Inside the host: this rank reduces its block of every local input.
+  reduce_scatter_shm(ctx, in, SpanLayout::from(layout), mine, dtype, partial, false);
+  // 2. Across hosts: one ring per local rank, over that block only.
+  if (cross_host_ring.size() > 1) {
+    OpContext::Scope scope(ctx, cross_host_ring, 0);
+    allreduce_ring(ctx, mine, mine, cnt, dtype, partial, wire);
+  }
+  // Every counterpart divides the same sum: the same bits everywhere.
+  if (op == ReduceOp::avg) finish_average(mine, cnt, dtype, ctx.size());
+  // 3. Inside the host again: everyone copies every block.
+  allgather_shm(ctx, mine, out, SpanLayout::from(layout), elem);
+}
+
+namespace {
+
+// Local rank l's block: the blocks of the ranks with local rank l, host by host.
+SpanLayout blocks_by_local_rank(const std::vector<std::vector<int>>& hosts, size_t count) {
+  SpanLayout layout;
+  layout.spans.resize(hosts.front().size());
+  for (size_t l = 0; l < layout.spans.size(); ++l) {
+    for (const auto& members : hosts) layout.spans[l].push_back({static_cast<size_t>(members[l]) * count, count});
+  }
+  return layout;
+}
+
+}  // namespace
+
+void reduce_scatter_hierarchical(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op,
+                                 const std::vector<std::vector<int>>& hosts, const std::vector<int>& cross_host_ring) {
+  const size_t elem = dtype_size(dtype);
+  const size_t num_hosts = hosts.size();
+  const ReduceOp partial = op == ReduceOp::avg ? ReduceOp::sum : op;
+  // 1. Inside the host: this rank reduces the blocks of its counterparts on
+  //    every host, in host order.
+  char* partials = ctx.scratch(2, num_hosts * count * elem);
+  reduce_scatter_shm(ctx, in, blocks_by_local_rank(hosts, count), partials, dtype, partial, false);
+  // 2. Across hosts: the ring of counterparts reduces block h on host h.
+  if (num_hosts > 1) {
+    OpContext::Scope scope(ctx, cross_host_ring, 0);
+    reduce_scatter_ring(ctx, partials, out, count, dtype, partial);
+  } else {
+    move_bytes(out, partials, count * elem);
+  }
+  if (op == ReduceOp::avg) finish_average(out, count, dtype, ctx.size());
+}
+
+void allgather_hierarchical(OpContext& ctx, const char* in, char* out, size_t count, size_t elem,
+                            const std::vector<std::vector<int>>& hosts, const std::vector<int>& cross_host_ring) {
+  const size_t num_hosts = hosts.size();
+  // 1. Across hosts: gather the blocks of this rank's counterparts, in host order.
+  char* gathered = ctx.scratch(2, num_hosts * count * elem);
+  if (num_hosts > 1) {
+    OpContext::Scope scope(ctx, cross_host_ring, 0);
+    allgather_ring(ctx, in, gathered, BlockLayout::balanced(num_hosts * count, static_cast<int>(num_hosts)), elem);
+  } else {
+    move_bytes(gathered, in, count * elem);
+  }
+  // 2. Inside the host: every local rank's gathered blocks go to their places.
+  allgather_shm(ctx, gathered, out, blocks_by_local_rank(hosts, count), elem);
+}
+
+}  // namespace giant::ccl::detail
