@@ -94,14 +94,21 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
   return h;
 }
 
+// run_inline: a shared-memory operation small enough to run on the issuing
+// thread when nothing else is running (see Engine::submit).
 Work submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& options,
-            std::function<void(OpContext&)> body) {
+            std::function<void(OpContext&)> body, bool run_inline = false) {
   auto op = std::make_unique<detail::CollectiveOp>();
   op->desc = desc;
   op->timeout = options.timeout;
+  op->priority = options.priority;
+  op->run_inline = run_inline;
   op->body = std::move(body);
   return comm.engine().submit(std::move(op));
 }
+
+// Below this, shared-memory operations run inline on the issuing thread.
+constexpr size_t kInlineMaxBytes = 32 << 10;
 
 void copy_if_distinct(void* out, const void* in, size_t nbytes) { detail::move_bytes(out, in, nbytes); }
 
@@ -192,18 +199,27 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
   std::vector<int> ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
   auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), 0, algorithm);
   desc.algorithm |= static_cast<uint8_t>(static_cast<uint8_t>(o.wire) << detail::kWireShift);  // ranks must agree
-  return submit(comm, desc, o, [o, algorithm, ring](OpContext& ctx) {
-    auto in = static_cast<const char*>(o.input);
-    auto out = static_cast<char*>(o.output);
-    switch (algorithm) {
-      case Algorithm::ring: detail::allreduce_ring(ctx, in, out, o.count, o.dtype, o.op, o.wire); break;
-      case Algorithm::shm: detail::allreduce_shm(ctx, in, out, o.count, o.dtype, o.op); break;
-      case Algorithm::hierarchical:
-        detail::allreduce_hierarchical(ctx, in, out, o.count, o.dtype, o.op, ring, o.wire);
-        break;
-      default: detail::allreduce_halving_doubling(ctx, in, out, o.count, o.dtype, o.op); break;
+  // Large buffers go in chunks, each a whole allreduce; between them more
+  // urgent work may overtake (OpContext::boundary).
+  const size_t elem = dtype_size(o.dtype);
+  const size_t chunk = std::max<size_t>(1, comm.config().engine_chunk_bytes / elem);
+  const bool small = algorithm == Algorithm::shm && nbytes <= kInlineMaxBytes;
+  return submit(comm, desc, o, [o, algorithm, ring, chunk, elem](OpContext& ctx) {
+    for (size_t first = 0; first < o.count; first += chunk) {
+      if (first > 0) ctx.boundary();
+      auto in = static_cast<const char*>(o.input) + first * elem;
+      auto out = static_cast<char*>(o.output) + first * elem;
+      size_t count = std::min(chunk, o.count - first);
+      switch (algorithm) {
+        case Algorithm::ring: detail::allreduce_ring(ctx, in, out, count, o.dtype, o.op, o.wire); break;
+        case Algorithm::shm: detail::allreduce_shm(ctx, in, out, count, o.dtype, o.op); break;
+        case Algorithm::hierarchical:
+          detail::allreduce_hierarchical(ctx, in, out, count, o.dtype, o.op, ring, o.wire);
+          break;
+        default: detail::allreduce_halving_doubling(ctx, in, out, count, o.dtype, o.op); break;
+      }
     }
-  });
+  }, small);
 }
 
 Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
@@ -333,7 +349,7 @@ Work broadcast(Communicator& comm, const BroadcastOptions& o) {
     // With every rank on one host, local rank and rank coincide.
     if (shm) detail::broadcast_shm(ctx, in, out, nbytes, o.root);
     else detail::broadcast_chain(ctx, in, out, nbytes, o.root);
-  });
+  }, shm && nbytes <= kInlineMaxBytes);
 }
 
 Work reduce(Communicator& comm, const ReduceOptions& o) {
@@ -388,7 +404,7 @@ Work barrier(Communicator& comm, const BarrierOptions& o) {
   return submit(comm, describe(OpKind::barrier, DType::u8, 0), o, [shm](OpContext& ctx) {
     if (shm) detail::barrier_shm(ctx);
     else detail::barrier_dissemination(ctx);
-  });
+  }, shm);
 }
 
 namespace {

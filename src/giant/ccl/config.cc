@@ -28,6 +28,8 @@ void CommConfig::define_tunables(Tunables& t) {
                  "pipeline segment of ring algorithms");
   t.define_bytes("ccl.allreduce.halving_doubling_max_bytes", static_cast<int64_t>(d.halving_doubling_max_bytes),
                  "automatic allreduce uses halving-doubling up to this size, ring above");
+  t.define_bytes("ccl.engine.chunk_bytes", static_cast<int64_t>(d.engine_chunk_bytes),
+                 "allreduces larger than this run in chunks; more urgent operations overtake between them");
   t.define_string("ccl.transport", d.transport,
                   "between ranks of one host: auto (shared memory where possible) or tcp");
   t.define_bytes("ccl.shm.chunk_bytes", static_cast<int64_t>(d.shm_chunk_bytes),
@@ -48,6 +50,7 @@ CommConfig CommConfig::from_tunables(const Tunables& t) {
   c.sockets_per_peer = static_cast<int>(t.get_int("ccl.tcp.sockets_per_peer"));
   c.segment_bytes = static_cast<size_t>(t.get_int("ccl.segment_bytes"));
   c.halving_doubling_max_bytes = static_cast<size_t>(t.get_int("ccl.allreduce.halving_doubling_max_bytes"));
+  c.engine_chunk_bytes = static_cast<size_t>(t.get_int("ccl.engine.chunk_bytes"));
   c.transport = t.get_string("ccl.transport");
   c.shm_chunk_bytes = static_cast<size_t>(t.get_int("ccl.shm.chunk_bytes"));
   c.shm_alpha_us = t.get_real("ccl.model.shm_alpha_us");
@@ -66,6 +69,7 @@ CommConfig CommConfig::from_tunables(const Tunables& t) {
     throw ConfigError("ccl.transport", "must be auto or tcp, got '" + c.transport + "'");
   }
   if (c.shm_chunk_bytes < 4096) throw ConfigError("ccl.shm.chunk_bytes", "must be at least 4 KiB");
+  if (c.engine_chunk_bytes < 65536) throw ConfigError("ccl.engine.chunk_bytes", "must be at least 64 KiB");
   for (auto [key, value] : {std::pair{"ccl.model.shm_alpha_us", c.shm_alpha_us}, {"ccl.model.shm_gbps", c.shm_gbps},
                             {"ccl.model.tcp_alpha_us", c.tcp_alpha_us}, {"ccl.model.tcp_gbps", c.tcp_gbps}}) {
     if (!(value > 0)) throw ConfigError(key, "must be positive");

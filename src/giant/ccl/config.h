@@ -22,6 +22,9 @@ struct CommConfig {
   size_t segment_bytes = 1 << 20;
   // Automatic allreduce uses halving-doubling up to this size, ring above.
   size_t halving_doubling_max_bytes = 256 << 10;
+  // Allreduces larger than this run in chunks of it; more urgent operations
+  // (OpOptions::priority) overtake at chunk boundaries.
+  size_t engine_chunk_bytes = 8 << 20;
   // Between ranks of one host: "auto" uses shared memory where it can be set
   // up (tcp otherwise), "tcp" never does.
   std::string transport = "auto";

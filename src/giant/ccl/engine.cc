@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 
@@ -29,8 +30,9 @@ bool is_report(const std::exception& e) { return is_report_text(e.what()); }
 
 // ---------------------------------------------------------------- OpContext
 
-OpContext::OpContext(Engine& engine, uint64_t sequence, const OpDescriptor& desc, const Deadline& deadline)
-    : engine_(engine), sequence_(sequence), desc_(desc), deadline_(deadline) {}
+OpContext::OpContext(Engine& engine, uint64_t sequence, const OpDescriptor& desc, const Deadline& deadline,
+                     bool on_caller_thread)
+    : engine_(engine), sequence_(sequence), desc_(desc), deadline_(deadline), on_caller_thread_(on_caller_thread) {}
 
 OpContext::~OpContext() {
   for (const auto& r : requests_) {
@@ -64,16 +66,31 @@ OpContext::Scope::~Scope() {
 
 ShmGroup* OpContext::shm() const { return engine_.shm_.get(); }
 
+void OpContext::boundary() {
+  GIANT_CHECK(!on_caller_thread_, "an operation run inline has no boundaries");
+  engine_.at_boundary(*this, boundaries_++);
+}
+
 void OpContext::shm_idle(int local) {
   ShmGroup* g = engine_.shm_.get();
   int peer = g->global_rank(local);
+  if (on_caller_thread_) {
+    // The engine thread watches the sockets meanwhile: take its verdict.
+    if (auto failure = engine_.failure()) std::rethrow_exception(failure);
+  }
   if (!g->alive(local)) {
     throw CommError(peer, rank_name(peer) + " died (its process is gone) during " + desc_.describe());
   }
   if (deadline_.expired()) {
-    engine_.raise_timeout(desc_.describe() + " (operation #" + std::to_string(sequence_) + ")", {peer});
+    std::string what = desc_.describe() + " (operation #" + std::to_string(sequence_) + ")";
+    if (on_caller_thread_) {
+      double seconds = std::chrono::duration<double>(engine_.config_.timeout).count();
+      throw TimeoutError(peer, what + " did not finish within " + format_seconds(seconds) + ": still waiting on " +
+                                   rank_name(peer) + " (stopped or hung?)");
+    }
+    engine_.raise_timeout(what, {peer});
   }
-  engine_.progress_once(Deadline::passed());  // control messages: aborts, pings, closed sockets
+  if (!on_caller_thread_) engine_.progress_once(Deadline::passed());  // control messages: aborts, pings, closed sockets
 }
 
 Request* OpContext::send(int peer, uint64_t step, const void* data, size_t nbytes) {
@@ -135,7 +152,7 @@ char* OpContext::scratch(int slot, size_t bytes) {
 
 Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links, std::unique_ptr<ShmGroup> shm)
     : rank_(rank), size_(size), config_(std::move(config)), departed_(size, false), pong_sequence_(size, 0),
-      shm_(std::move(shm)) {
+      shm_(std::move(shm)), announced_(size) {
   std::vector<std::vector<net::Fd>> data(size);
   control_.resize(size);
   for (int p = 0; p < size && p < static_cast<int>(links.size()); ++p) {
@@ -169,6 +186,11 @@ bool Engine::failed() const {
   return failure_ != nullptr;
 }
 
+std::exception_ptr Engine::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
 Work Engine::submit(std::unique_ptr<CollectiveOp> op) {
   Work work(op->work);
   {
@@ -179,10 +201,45 @@ Work Engine::submit(std::unique_ptr<CollectiveOp> op) {
     }
     GIANT_CHECK(!stopping_, "communicator is shutting down");
     op->sequence = next_sequence_++;
-    queue_.push_back(std::move(op));
+    // A small shared-memory operation with nothing ahead of it runs right
+    // here: no hand-off to the engine thread and back.
+    bool now = op->run_inline && queue_.empty() && !running_ && !inline_running_;
+    if (!now) queue_.push_back(std::move(op));
+    inline_running_ = now;
   }
-  wake();
+  if (!op) {
+    wake();
+    return work;
+  }
+  run_inline(*op);
+  bool queued;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    inline_running_ = false;
+    inline_done_.push_back(op->sequence);
+    queued = !queue_.empty();
+  }
+  if (queued) wake();  // work issued meanwhile waited for this one
   return work;
+}
+
+void Engine::run_inline(CollectiveOp& op) {
+  try {
+    OpContext ctx(*this, op.sequence, op.desc, Deadline::after(timeout_or_default(op.timeout)), true);
+    op.body(ctx);
+  } catch (...) {
+    std::exception_ptr error = std::current_exception();
+    {
+      // Broken from now on; the engine thread tells the peers and fails the rest.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failure_) error = failure_;
+      else failure_ = error;
+    }
+    wake();
+    op.work->finish(error);
+    return;
+  }
+  op.work->finish(nullptr);
 }
 
 Work Engine::submit_p2p(bool is_send, int peer, uint32_t tag, void* data, size_t nbytes,
@@ -229,14 +286,19 @@ void Engine::main_loop() {
       std::unique_ptr<CollectiveOp> op;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (stopping_) break;
-        if (!queue_.empty()) {
+        if (failure_ && !failure_told_) std::rethrow_exception(failure_);  // from an inline operation
+        if (stopping_ && !inline_running_) break;
+        if (!queue_.empty() && !inline_running_) {
           op = std::move(queue_.front());
           queue_.pop_front();
+          running_ = true;
         }
       }
       if (op) {
+        for (auto& seen : announced_) seen.erase(op->sequence);
         run_collective(*op);
+        std::lock_guard<std::mutex> lock(mutex_);
+        running_ = false;
       } else {
         progress_once(Deadline::after(std::chrono::milliseconds(kIdlePollMs)));
       }
@@ -276,6 +338,7 @@ std::exception_ptr Engine::explained(std::exception_ptr fault) {
 
 void Engine::run_collective(CollectiveOp& op) {
   Deadline deadline = Deadline::after(timeout_or_default(op.timeout));
+  running_priorities_.push_back(op.priority);
   try {
     transport_->begin_collective(op.sequence, op.desc);  // may find a mismatch already
     OpContext ctx(*this, op.sequence, op.desc, deadline);
@@ -285,24 +348,105 @@ void Engine::run_collective(CollectiveOp& op) {
     // Unsettled requests point at the caller's buffers, which stay untouched
     // once the Work reports the error.
     transport_->drop_all();
-    running_work_ = op.work;  // fail() finishes it, after telling the peers
+    running_works_.push_back(op.work);  // fail() finishes it, after telling the peers
+    running_priorities_.pop_back();
     throw;
   }
+  running_priorities_.pop_back();
+  transport_->end_collective(op.sequence);
   op.work->finish(nullptr);
+}
+
+int Engine::running_priority() const {
+  return running_priorities_.empty() ? INT_MIN : running_priorities_.back();
+}
+
+void Engine::at_boundary(OpContext& ctx, uint64_t boundary) {
+  for (uint64_t round = 0;; ++round) {
+    uint64_t run = 0;
+    if (rank_ == 0) {
+      progress_once(Deadline::passed());  // take in the latest announcements
+      run = pick_overtaking(running_priority());
+      ScheduleBody body;
+      body.boundary = boundary;
+      body.round = round;
+      body.run = run;
+      std::string payload(reinterpret_cast<const char*>(&body), sizeof body);
+      for (int p = 1; p < size_; ++p) {
+        if (!departed_[p]) send_control(p, ControlType::schedule, ctx.sequence(), -1, FailureKind::comm, payload);
+      }
+    } else {
+      announce_urgent();
+      auto key = std::make_tuple(ctx.sequence(), boundary, round);
+      while (decisions_.find(key) == decisions_.end()) ctx.progress();
+      run = decisions_[key];
+      decisions_.erase(key);
+    }
+    if (run == 0) return;
+    std::unique_ptr<CollectiveOp> op = take_queued(run);
+    if (!op) throw CommError(0, "rank 0 scheduled operation #" + std::to_string(run) + ", which rank " +
+                                    std::to_string(rank_) + " has not issued");
+    for (auto& seen : announced_) seen.erase(run);
+    run_collective(*op);
+  }
+}
+
+uint64_t Engine::pick_overtaking(int than) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const CollectiveOp* best = nullptr;
+  for (const auto& op : queue_) {
+    if (op->priority <= than || (best && op->priority <= best->priority)) continue;
+    bool everyone = true;
+    for (int p = 1; p < size_ && everyone; ++p) everyone = departed_[p] || announced_[p].count(op->sequence) > 0;
+    if (everyone) best = op.get();
+  }
+  return best ? best->sequence : 0;
+}
+
+std::unique_ptr<CollectiveOp> Engine::take_queued(uint64_t sequence) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if ((*it)->sequence == sequence) {
+      auto op = std::move(*it);
+      queue_.erase(it);
+      return op;
+    }
+  }
+  return nullptr;
+}
+
+void Engine::announce_urgent() {
+  if (rank_ == 0 || running_priorities_.empty()) return;
+  std::vector<uint64_t> urgent;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int lowest_ahead = *std::min_element(running_priorities_.begin(), running_priorities_.end());
+    for (const auto& op : queue_) {
+      if (op->sequence > announced_upto_ && op->priority > lowest_ahead) urgent.push_back(op->sequence);
+      lowest_ahead = std::min(lowest_ahead, op->priority);
+      announced_upto_ = std::max(announced_upto_, op->sequence);
+    }
+  }
+  for (uint64_t sequence : urgent) send_control(0, ControlType::announce, sequence, -1, FailureKind::comm, "");
 }
 
 void Engine::absorb_submissions() {
   std::vector<std::unique_ptr<P2POp>> fresh;
+  std::vector<uint64_t> ran_inline;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_ && !failure_told_) std::rethrow_exception(failure_);  // from an inline operation
     if (abort_requested_) {
       throw CommError(rank_, "aborted by rank " + std::to_string(rank_) + ": " + abort_reason_);
     }
+    ran_inline.swap(inline_done_);
     if (stopping_ && (!queue_.empty() || !p2p_in_flight_.empty() || !p2p_submitted_.empty())) {
       throw CommError(rank_, "communicator destroyed while operations were pending");
     }
     fresh.swap(p2p_submitted_);
   }
+  for (uint64_t sequence : ran_inline) transport_->end_collective(sequence);
+  announce_urgent();
   for (auto& op : fresh) {
     op->deadline = Deadline::after(op->timeout);
     P2POp* raw = op.get();
@@ -410,6 +554,16 @@ void Engine::handle_control(int peer) {
       departed_[peer] = true;
       transport_->mark_departed(peer);
       break;
+    case ControlType::announce:
+      announced_[peer].insert(h.sequence);
+      break;
+    case ControlType::schedule: {
+      ScheduleBody body;
+      if (h.reason_bytes != sizeof body) throw CommError(peer, "corrupt schedule from " + rank_name(peer));
+      net::recv_all(control_[peer].get(), &body, sizeof body, control_io_deadline());
+      decisions_[std::make_tuple(h.sequence, body.boundary, body.round)] = body.run;
+      break;
+    }
     case ControlType::abort: {
       if (h.reason_bytes > kMaxControlReason) throw CommError(peer, "corrupt abort from " + rank_name(peer));
       std::string reason(h.reason_bytes, '\0');
@@ -504,7 +658,9 @@ void Engine::fail(std::exception_ptr error) {
   std::vector<std::unique_ptr<P2POp>> submitted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_) return;
+    if (failure_told_) return;
+    failure_told_ = true;
+    if (failure_) error = failure_;  // an inline operation failed first
     failure_ = error;
     queued.swap(queue_);
     submitted.swap(p2p_submitted_);
@@ -536,8 +692,8 @@ void Engine::fail(std::exception_ptr error) {
       if (p != rank_ && !departed_[p]) send_control(p, ControlType::abort, 0, culprit, kind, reason);
     }
   }
-  if (running_work_) running_work_->finish(error);
-  running_work_.reset();
+  for (auto& work : running_works_) work->finish(error);
+  running_works_.clear();
   for (auto& op : queued) op->work->finish(error);
   for (auto& op : submitted) op->work->finish(error);
   for (auto& op : p2p_in_flight_) op->work->finish(error);

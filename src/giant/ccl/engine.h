@@ -9,6 +9,8 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <set>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -28,8 +30,13 @@ class Engine;
 
 // What a running collective sees: its rank, peers and a way to move bytes.
 class OpContext {
+  friend class Engine;
+
  public:
-  OpContext(Engine& engine, uint64_t sequence, const OpDescriptor& desc, const Deadline& deadline);
+  // An inline context runs on the issuing thread (see Engine::submit): it
+  // must not touch the sockets, so it moves data through shared memory only.
+  OpContext(Engine& engine, uint64_t sequence, const OpDescriptor& desc, const Deadline& deadline,
+            bool on_caller_thread = false);
   ~OpContext();
   OpContext(const OpContext&) = delete;
   OpContext& operator=(const OpContext&) = delete;
@@ -66,6 +73,11 @@ class OpContext {
   // A reusable buffer of the engine (slot 0..2), valid until the op ends.
   char* scratch(int slot, size_t bytes);
 
+  // Between chunks of a large operation: where more urgent queued work may
+  // run first. Every rank reaches the same boundaries and follows rank 0's
+  // decision there, so they all run the same operations in the same order.
+  void boundary();
+
   // Shared memory with the ranks of this host; nullptr when it is off.
   ShmGroup* shm() const;
   // For ShmGroup waits: between naps, gives up on the deadline, a dead peer
@@ -82,11 +94,17 @@ class OpContext {
   std::deque<Request> requests_;
   std::vector<int> members_;  // empty: every rank
   uint64_t step_base_ = 0;
+  bool on_caller_thread_ = false;
+  uint64_t boundaries_ = 0;
 };
 
 struct CollectiveOp {
   OpDescriptor desc;
   std::chrono::milliseconds timeout{0};
+  int priority = 0;  // larger is more urgent
+  // Small enough to run on the issuing thread when nothing else is running
+  // (shared-memory algorithms only: they never touch the sockets).
+  bool run_inline = false;
   std::function<void(OpContext&)> body;
   std::shared_ptr<WorkState> work = std::make_shared<WorkState>();
   uint64_t sequence = 0;
@@ -125,6 +143,17 @@ class Engine {
 
   void main_loop();
   void run_collective(CollectiveOp& op);
+  // Runs op on the calling thread; failures are handed to the engine thread.
+  void run_inline(CollectiveOp& op);
+  void at_boundary(OpContext& ctx, uint64_t boundary);
+  // Rank 0: the most urgent queued operation, more urgent than `than`, that
+  // every rank has announced; 0 if none.
+  uint64_t pick_overtaking(int than);
+  std::unique_ptr<CollectiveOp> take_queued(uint64_t sequence);
+  // Followers tell rank 0 of queued work more urgent than what runs ahead of it.
+  void announce_urgent();
+  int running_priority() const;
+  std::exception_ptr failure() const;
   // One poll round over every socket; throws on any fault.
   void progress_once(const Deadline& until);
   void absorb_submissions();
@@ -159,7 +188,11 @@ class Engine {
   std::vector<pollfd> poll_fds_;
   std::vector<char> scratch_[3];
   std::vector<std::unique_ptr<P2POp>> p2p_in_flight_;
-  std::shared_ptr<WorkState> running_work_;  // the collective that failed, until fail() ends it
+  std::vector<std::shared_ptr<WorkState>> running_works_;  // collectives that failed, until fail() ends them
+  std::vector<int> running_priorities_;                    // of the running collectives, outermost first
+  std::vector<std::set<uint64_t>> announced_;              // rank 0: what each peer announced
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t>, uint64_t> decisions_;  // followers: rank 0's decisions
+  uint64_t announced_upto_ = 0;                            // followers: queue scanned up to this sequence
 
   // Shared with issuing threads, under mutex_.
   mutable std::mutex mutex_;
@@ -169,6 +202,10 @@ class Engine {
   std::map<std::pair<int, uint32_t>, uint64_t> send_sequence_, recv_sequence_;
   std::string abort_reason_;
   bool abort_requested_ = false;
+  bool running_ = false;           // the engine thread runs a collective
+  bool inline_running_ = false;    // an issuing thread runs one
+  std::vector<uint64_t> inline_done_;  // sequences that ran inline, for the transport's bookkeeping
+  bool failure_told_ = false;          // fail() has run: the peers know (failure_ may be set before, inline)
   bool stopping_ = false;
   std::exception_ptr failure_;
 

@@ -37,9 +37,14 @@ TcpTransport::~TcpTransport() = default;
 
 void TcpTransport::mark_departed(int peer) { peers_[peer].departed = true; }
 
+void TcpTransport::end_collective(uint64_t sequence) {
+  active_.erase(sequence);
+  ended_ahead_.insert(sequence);
+  while (ended_ahead_.erase(next_unended_) > 0) ++next_unended_;
+}
+
 void TcpTransport::begin_collective(uint64_t sequence, const OpDescriptor& desc) {
-  current_sequence_ = sequence;
-  current_desc_ = desc;
+  active_[sequence] = desc;
   for (size_t p = 0; p < peers_.size(); ++p) {
     for (auto& kv : peers_[p].stashed) {
       if (!kv.first.is_p2p() && kv.first.hi == sequence) {
@@ -220,12 +225,13 @@ void TcpTransport::start_frame(Socket& s) {
   }
   MessageKey key{h.key_hi, h.key_lo};
   if (!key.is_p2p()) {
-    if (key.hi < current_sequence_) {
+    if (ended(key.hi)) {
       throw CommError(s.peer, "operation mismatch with " + rank_name(s.peer) + ": it sent data for operation #" +
                                   std::to_string(key.hi) + ", which rank " + std::to_string(rank_) +
                                   " has finished (the ranks issued different sequences of collectives)");
     }
-    if (key.hi == current_sequence_) check_descriptor(s.peer, key, h.desc, current_desc_);
+    auto active = active_.find(key.hi);
+    if (active != active_.end()) check_descriptor(s.peer, key, h.desc, active->second);
   }
   s.in_request = nullptr;
   s.in_stash = nullptr;

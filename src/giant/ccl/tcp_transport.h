@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <set>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -42,9 +44,12 @@ class TcpTransport {
   void post_send(Request* request);
   void post_recv(Request* request);
 
-  // The operation now running: its frames are checked against desc as they
-  // arrive, and frames of earlier collectives are an error.
+  // An operation starts running: its frames are checked against desc as they
+  // arrive. Several may be running at once (an urgent one inside another).
   void begin_collective(uint64_t sequence, const OpDescriptor& desc);
+  // It is done (or ran without the transport): any later frame for it is an
+  // error. Sequences are numbered from 1, each ended exactly once.
+  void end_collective(uint64_t sequence);
 
   // Appends this transport's descriptors to a poll set; handle() then takes
   // the same slice back. Throws CommError naming the peer on any fault.
@@ -109,8 +114,10 @@ class TcpTransport {
   size_t stripe_bytes_;
   std::vector<Socket> sockets_;
   std::vector<Peer> peers_;
-  uint64_t current_sequence_ = 0;
-  OpDescriptor current_desc_;
+  bool ended(uint64_t sequence) const { return sequence < next_unended_ || ended_ahead_.count(sequence) > 0; }
+  std::map<uint64_t, OpDescriptor> active_;  // begun, not ended
+  uint64_t next_unended_ = 1;                // every sequence below it has ended
+  std::set<uint64_t> ended_ahead_;           // ended out of order, above next_unended_
 };
 
 }  // namespace giant::ccl::detail

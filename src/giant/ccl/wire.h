@@ -71,7 +71,16 @@ struct FrameHeader {
 static_assert(sizeof(OpDescriptor) == 24, "descriptor layout");
 static_assert(sizeof(FrameHeader) == 72, "frame header layout");
 
-enum class ControlType : uint32_t { ping = 1, pong = 2, goodbye = 3, abort = 4 };
+// announce: a rank has issued operation `sequence`, which may overtake the
+// work ahead of it (sent to rank 0). schedule: rank 0's decision at a chunk
+// boundary of operation `sequence`, a ScheduleBody following the header.
+enum class ControlType : uint32_t { ping = 1, pong = 2, goodbye = 3, abort = 4, announce = 5, schedule = 6 };
+
+struct ScheduleBody {
+  uint64_t boundary = 0;  // which boundary of the running operation
+  uint64_t round = 0;     // decisions at one boundary are numbered from 0
+  uint64_t run = 0;       // the operation to run there now; 0: go on
+};
 enum class FailureKind : uint32_t { comm = 1, timeout = 2 };
 
 // Control messages travel on a socket of their own, so an abort or a ping
