@@ -15,7 +15,7 @@
 #              btl self,vader with vader's default single-copy mechanism,
 #              --oversubscribe when n exceeds the cores) and PyTorch's gloo backend
 #              (torch_allreduce_bench.py under /usr/bin/python3), at --bytes
-#              (64MiB; --iters 5, --warmup 2). Ratio: Giant busbw / peer busbw;
+#              (64MiB; --iters 20, --warmup 2). Ratio: Giant busbw / peer busbw;
 #              ratio_nN is against the best of Gloo and Open MPI.
 #   --latency  the same peers at 8, 64, 512 and 4096 bytes, time in us (--iters 200,
 #              --warmup 20). Ratio: peer time / Giant time; lat_ratio_nN_SB is against
@@ -72,7 +72,7 @@ done
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die_usage "--reps needs a positive integer, got '$reps'"
 for p in $peers; do [[ $p == gloo || $p == mpi || $p == torch ]] || die_usage "unknown peer '$p' (gloo mpi torch)"; done
 case $mode in
-  bandwidth) : "${bytes:=64MiB}" "${iters:=5}" "${warmup:=2}" ;;
+  bandwidth) : "${bytes:=64MiB}" "${iters:=20}" "${warmup:=2}" ;;
   latency) : "${iters:=200}" "${warmup:=20}" ;;
   hosts) : "${bytes:=64MiB}" "${iters:=3}" "${warmup:=1}" ;;
 esac

@@ -126,6 +126,9 @@ void gather_blocks(OpContext& ctx, Algorithm algorithm, const void* input, void*
 }  // namespace
 
 Algorithm choose_allreduce_algorithm(const Communicator& comm, size_t nbytes) {
+  // One host with shared memory: shm wins at every size (and small calls
+  // should not pay for the model).
+  if (comm.shared_memory() && comm.topology().num_hosts() == 1) return Algorithm::shm;
   return detail::allreduce_costs(comm, nbytes).front().algorithm;
 }
 

@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <list>
 #include <exception>
 #include <functional>
 #include <map>
@@ -91,7 +92,7 @@ class OpContext {
   uint64_t sequence_;
   OpDescriptor desc_;
   Deadline deadline_;
-  std::deque<Request> requests_;
+  std::list<Request> requests_;  // stable addresses; empty costs nothing (inline operations)
   std::vector<int> members_;  // empty: every rank
   uint64_t step_base_ = 0;
   bool on_caller_thread_ = false;

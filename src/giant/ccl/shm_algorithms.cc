@@ -29,6 +29,7 @@ class ShmSteps {
  public:
   explicit ShmSteps(OpContext& ctx)
       : g(*ctx.shm()), me(g.local_rank()), n(g.local_size()), ctx_(ctx),
+        fingerprint_(ShmGroup::fingerprint(ctx.sequence(), ctx.desc())),
         idle_([&ctx](int local) { ctx.shm_idle(local); }) {}
 
   uint32_t take(size_t steps) { return g.take_steps(static_cast<uint32_t>(steps)); }
@@ -36,7 +37,7 @@ class ShmSteps {
   // peer must be done reading it.
   void claim(uint32_t s) { g.wait_all(ShmGroup::consumed, s - 2, idle_); }
   void post(uint32_t s) {
-    g.label(s, ctx_.sequence(), ctx_.desc());
+    g.label(s, ctx_.sequence(), ctx_.desc(), fingerprint_);
     g.publish(ShmGroup::posted, s);
   }
   void wait_posted(uint32_t s) {
@@ -47,6 +48,7 @@ class ShmSteps {
   // Also checks that the peer runs the same operation as this rank.
   void wait_posted_by(int local, uint32_t s) {
     g.wait_for(local, ShmGroup::posted, s, idle_);
+    if (g.label_matches(local, s, fingerprint_)) return;
     auto [sequence, desc] = g.label_of(local, s);
     if (sequence != ctx_.sequence() || desc != ctx_.desc()) {
       int peer = g.global_rank(local);
@@ -67,13 +69,32 @@ class ShmSteps {
 
  private:
   OpContext& ctx_;
+  uint64_t fingerprint_;
   std::function<void(int)> idle_;
 };
 
 size_t chunks_of(size_t count, size_t per_chunk) { return count == 0 ? 0 : (count + per_chunk - 1) / per_chunk; }
 
+// The sources of a fold, on the stack for any host with up to kMaxLocal ranks.
+class Sources {
+ public:
+  static constexpr size_t kMaxLocal = 64;
+  void push(const char* p) {
+    if (count_ < kMaxLocal) fixed_[count_] = p;
+    else more_.push_back(p);
+    ++count_;
+  }
+  size_t size() const { return count_; }
+  const char* operator[](size_t i) const { return i < kMaxLocal ? fixed_[i] : more_[i - kMaxLocal]; }
+
+ private:
+  const char* fixed_[kMaxLocal];
+  std::vector<const char*> more_;
+  size_t count_ = 0;
+};
+
 // dst = srcs[0] op srcs[1] op ... (in that order); dst may be srcs[0].
-void fold(char* dst, const std::vector<const char*>& srcs, size_t count, DType dtype, ReduceOp op) {
+void fold(char* dst, const Sources& srcs, size_t count, DType dtype, ReduceOp op) {
   const size_t elem = dtype_size(dtype);
   if (srcs.size() == 1) {
     move_bytes(dst, srcs[0], count * elem);
@@ -96,8 +117,8 @@ void allreduce_one_step(ShmSteps& st, const char* in, char* out, size_t count, D
   st.post(s);
   st.wait_posted(s);
   // Every rank folds all inputs in local rank order: the same bits everywhere.
-  std::vector<const char*> srcs;
-  for (int q = 0; q < st.n; ++q) srcs.push_back(st.slot(q, s));
+  Sources srcs;
+  for (int q = 0; q < st.n; ++q) srcs.push(st.slot(q, s));
   fold(out, srcs, count, dtype, op);
   st.release(s);
   if (op == ReduceOp::avg) finish_average(out, count, dtype, st.n);
@@ -129,9 +150,10 @@ void allreduce_shm(OpContext& ctx, const char* in, char* out, size_t count, DTyp
     st.wait_posted(s);
     const size_t at = blocks.offset[st.me] * elem;
     char* mine = st.slot(st.me, s) + at;
-    std::vector<const char*> srcs{mine};
+    Sources srcs;
+    srcs.push(mine);
     for (int q = 0; q < st.n; ++q) {
-      if (q != st.me) srcs.push_back(st.slot(q, s) + at);
+      if (q != st.me) srcs.push(st.slot(q, s) + at);
     }
     fold(mine, srcs, blocks.count[st.me], dtype, op);
     if (op == ReduceOp::avg) finish_average(mine, blocks.count[st.me], dtype, st.n);
@@ -208,8 +230,8 @@ void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout
     st.post(s);
     st.wait_posted(s);
     if (base < mine) {
-      std::vector<const char*> srcs;
-      for (int q = 0; q < st.n; ++q) srcs.push_back(st.slot(q, s) + st.me * piece * elem);
+      Sources srcs;
+      for (int q = 0; q < st.n; ++q) srcs.push(st.slot(q, s) + st.me * piece * elem);
       size_t cnt = std::min(piece, mine - base);
       fold(out + base * elem, srcs, cnt, dtype, op);
       if (finish_avg && op == ReduceOp::avg) finish_average(out + base * elem, cnt, dtype, st.n);

@@ -30,6 +30,9 @@ constexpr size_t kLine = 64;
 struct alignas(kLine) CounterLine {
   std::atomic<uint32_t> value{0};
   std::atomic<uint32_t> sleepers{0};
+  // posted only: a fingerprint of the label by step parity, so that the
+  // common check reads the cache line the waiter has just read anyway.
+  uint64_t fingerprint[2] = {0, 0};
 };
 
 // Steps are compared modulo 2^32.
@@ -177,10 +180,23 @@ std::atomic<uint32_t>& ShmGroup::sleepers(int local, Counter counter) const {
   return peers_[local].segment->counters[counter].sleepers;
 }
 
-void ShmGroup::label(uint32_t step, uint64_t sequence, const OpDescriptor& desc) {
-  auto& l = peers_[local_rank_].segment->labels[step & 1];
+uint64_t ShmGroup::fingerprint(uint64_t sequence, const OpDescriptor& desc) {
+  uint64_t h = sequence * 0x9E3779B97F4A7C15ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&desc);
+  for (size_t i = 0; i < sizeof desc; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return h | 1;  // never 0, the value of a fresh segment
+}
+
+void ShmGroup::label(uint32_t step, uint64_t sequence, const OpDescriptor& desc, uint64_t fingerprint) {
+  Segment* own = peers_[local_rank_].segment;
+  auto& l = own->labels[step & 1];
   l.sequence = sequence;
   l.desc = desc;
+  own->counters[posted].fingerprint[step & 1] = fingerprint;
+}
+
+bool ShmGroup::label_matches(int local, uint32_t step, uint64_t fingerprint) const {
+  return peers_[local].segment->counters[posted].fingerprint[step & 1] == fingerprint;
 }
 
 std::pair<uint64_t, OpDescriptor> ShmGroup::label_of(int local, uint32_t step) const {

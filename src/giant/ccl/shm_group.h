@@ -64,9 +64,13 @@ class ShmGroup {
   }
 
   // What this rank runs at step s (written before publishing posted=s), so
-  // that peers can tell a mismatched operation from their own.
-  void label(uint32_t step, uint64_t sequence, const OpDescriptor& desc);
-  // The label of local rank `local` for step s (valid once it posted s).
+  // that peers can tell a mismatched operation from their own: the
+  // operation's sequence number and descriptor, and their fingerprint.
+  static uint64_t fingerprint(uint64_t sequence, const OpDescriptor& desc);
+  void label(uint32_t step, uint64_t sequence, const OpDescriptor& desc, uint64_t fingerprint);
+  // Whether local rank `local` labelled step s with this fingerprint (valid
+  // once it posted s); label_of gives its whole label for the error message.
+  bool label_matches(int local, uint32_t step, uint64_t fingerprint) const;
   std::pair<uint64_t, OpDescriptor> label_of(int local, uint32_t step) const;
 
   // Sets this rank's counter and wakes peers sleeping on it.
