@@ -190,7 +190,9 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
   }
   Algorithm algorithm = o.algorithm;
   check_algorithm_runs("allreduce", comm, algorithm);
-  if (algorithm == Algorithm::automatic) {
+  if (algorithm == Algorithm::automatic && o.wire == WireDType::none) {
+    algorithm = choose_allreduce_algorithm(comm, nbytes);
+  } else if (algorithm == Algorithm::automatic) {
     // With a wire type, the cheapest of the algorithms that compress.
     for (const auto& cost : detail::allreduce_costs(comm, nbytes)) {
       algorithm = cost.algorithm;

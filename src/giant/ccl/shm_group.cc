@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -24,6 +25,7 @@ namespace giant::ccl::detail {
 namespace {
 
 constexpr size_t kLine = 64;
+constexpr auto kYieldFor = std::chrono::microseconds(50);
 
 // One counter per cache line, with the number of peers asleep on it, so a
 // publisher makes the futex call only when someone waits.
@@ -216,13 +218,18 @@ void ShmGroup::wait_for(int local, Counter counter, uint32_t value, const std::f
   // Spin briefly (a peer on another core is usually a few microseconds away),
   // then yield, then sleep: with more ranks than cores, spinning would only
   // delay the peer being waited for.
-  for (int i = 0; i < 256; ++i) {
+  for (int i = 0; i < 128; ++i) {
     if (reached(w.load(std::memory_order_acquire), value)) return;
     cpu_relax();
   }
-  for (int i = 0; i < 16; ++i) {
+  // Yielding hands the core to a peer that shares it; only after kYieldFor
+  // of that does the waiter sleep (a futex wake costs the peer a syscall and
+  // this rank a reschedule).
+  const auto yield_until = std::chrono::steady_clock::now() + kYieldFor;
+  for (int i = 0;; ++i) {
     if (reached(w.load(std::memory_order_acquire), value)) return;
     ::sched_yield();
+    if (i % 8 == 7 && std::chrono::steady_clock::now() > yield_until) break;
   }
   auto& asleep = sleepers(local, counter);
   while (true) {
