@@ -22,6 +22,7 @@
 #include "ccl/support/ranks.h"
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
+#include "giant/ccl/shared_buffer.h"
 
 namespace giant::ccl::test {
 namespace {
@@ -68,15 +69,28 @@ void probe_after_failure(const ProcessContext& context, Communicator& comm) {
   context.put("failed", comm.failed() ? "1" : "0");
 }
 
-// Loops large ring allreduces until one fails; puts "running" after the
-// first one and the error under "error_*".
-int allreduce_until_failure(ProcessContext& context, Communicator& comm, size_t count) {
+// Where the large allreduces of the fault tests run: the tcp ring, shared
+// memory slots, or in place on shared buffers (peers read each other's).
+enum class Path { ring, shm, shared_buffer };
+const char* path_name(Path path) {
+  return path == Path::ring ? "ring" : path == Path::shm ? "shm" : "shared_buffer";
+}
+
+// Loops large allreduces until one fails; puts "running" after the first one
+// and the error under "error_*".
+int allreduce_until_failure(ProcessContext& context, Communicator& comm, size_t count, Path path = Path::ring) {
   std::vector<float> input(count, 1.0f), output(count, 0.0f);
+  std::shared_ptr<SharedBuffer> shared;
   AllreduceOptions options;
   options.input = input.data();
   options.output = output.data();
   options.count = count;
-  options.algorithm = Algorithm::ring;
+  options.algorithm = path == Path::ring ? Algorithm::ring : Algorithm::shm;
+  if (path == Path::shared_buffer) {
+    shared = allocate_shared_buffer(comm, count * sizeof(float));
+    if (!shared->shared()) context.report("the shared buffer is plain memory");
+    options.input = options.output = shared->data();
+  }
   try {
     for (int iteration = 0; iteration < 100000; ++iteration) {
       allreduce(comm, options).wait();
@@ -134,10 +148,10 @@ ProcessOptions fault_options() {
   return options;
 }
 
-ProcessBody large_allreduce_loop() {
-  return [](ProcessContext& context) {
+ProcessBody large_allreduce_loop(Path path) {
+  return [path](ProcessContext& context) {
     auto comm = Communicator::create(context.store, context.rank, context.size, test_config(kTimeout));
-    return allreduce_until_failure(context, *comm, kLargeCount);
+    return allreduce_until_failure(context, *comm, kLargeCount, path);
   };
 }
 
@@ -148,10 +162,13 @@ void wait_until_all_running(ProcessGroup& group) {
   }
 }
 
-TEST(Faults, KilledRankIsNamedByEverySurvivor) {
+class FaultsOnEveryPath : public ::testing::TestWithParam<Path> {};
+
+TEST_P(FaultsOnEveryPath, KilledRankIsNamedByEverySurvivor) {
   for (auto [n, victim] : {std::pair{3, 1}, std::pair{4, 2}}) {
-    const std::string test = "SIGKILL n=" + std::to_string(n) + " victim=" + std::to_string(victim);
-    ProcessGroup group(n, large_allreduce_loop(), fault_options());
+    const std::string test = std::string(path_name(GetParam())) + " SIGKILL n=" + std::to_string(n) +
+                             " victim=" + std::to_string(victim);
+    ProcessGroup group(n, large_allreduce_loop(GetParam()), fault_options());
     wait_until_all_running(group);
     std::this_thread::sleep_for(std::chrono::milliseconds(150));  // well inside some allreduce
     const int64_t kill_ns = monotonic_ns();
@@ -164,11 +181,11 @@ TEST(Faults, KilledRankIsNamedByEverySurvivor) {
   }
 }
 
-TEST(Faults, StoppedRankTimesOutEverySurvivor) {
+TEST_P(FaultsOnEveryPath, StoppedRankTimesOutEverySurvivor) {
   const int n = 4;
   const int victim = 1;
-  const std::string test = "SIGSTOP n=4 victim=1";
-  ProcessGroup group(n, large_allreduce_loop(), fault_options());
+  const std::string test = std::string(path_name(GetParam())) + " SIGSTOP n=4 victim=1";
+  ProcessGroup group(n, large_allreduce_loop(GetParam()), fault_options());
   wait_until_all_running(group);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   const int64_t stop_ns = monotonic_ns();
@@ -185,6 +202,9 @@ TEST(Faults, StoppedRankTimesOutEverySurvivor) {
               group.value(victim, "error_kind").value_or("nothing").c_str(),
               group.value(victim, "error_peer").value_or("?").c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, FaultsOnEveryPath, ::testing::Values(Path::ring, Path::shm, Path::shared_buffer),
+                         [](const auto& info) { return std::string(path_name(info.param)); });
 
 TEST(Faults, AbortFromAnotherThreadFailsEveryRank) {
   const int n = 3;

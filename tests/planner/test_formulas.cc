@@ -6,6 +6,7 @@
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/comm_model.h"
 #include "giant/planner/compute_model.h"
+#include "giant/planner/cost_model.h"
 #include "giant/planner/memory_model.h"
 #include "giant/planner/model_spec.h"
 
@@ -122,6 +123,67 @@ TEST(ComputeFormulas, BackwardIsTwiceForwardPlusRecomputation) {
   // Elementwise part: 2 x activation bytes / bandwidth.
   const double ew = 2 * layer_activation_bytes(m, 1, 1, false, Recompute::none) / 10;
   EXPECT_NEAR(plain.forward_s - plain.forward_gemm_s, ew, 1e-9);
+}
+
+TEST(ComputeFormulas, ElementwiseAtTheCalibratedRateInTheTrainingDtype) {
+  const ModelSpec m = small_model();  // s b h = 32 at mb 1; 5 a s / h = 5
+  DeviceSpec d = unit_device();       // defaults: memory bandwidth 10 B/s, 2-byte elements
+  EXPECT_DOUBLE_EQ(d.elementwise_bandwidth(), 10);
+  EXPECT_DOUBLE_EQ(d.element_bytes(), 2);
+  d.elementwise_bytes_per_s = 4;
+  d.dtype_bytes = 4;
+  Layout l;
+  // Activations 32 (34 + 5) = 1248 bytes at 2 bytes an element, written and
+  // read: 2 x 1248 x (4 / 2) bytes at 4 B/s = 1248 s; backward twice.
+  const LayerTimes layer = layer_compute_times(m, d, l);
+  EXPECT_NEAR(layer.forward_s - layer.forward_gemm_s, 1248, 1e-9);
+  EXPECT_NEAR(layer.backward_s - 2 * layer.forward_gemm_s, 2 * 1248, 1e-9);
+  // Logits of 4 tokens x 16: the loss moves (4 + 4) x 2 bytes each, 1024 B
+  // = 256 s, half forward and half backward; the final norm reads and writes
+  // 4 x 8 hidden states of 4 bytes, 256 B = 64 s forward, 128 s backward.
+  const LayerTimes logits = logit_compute_times(m, d, l);
+  const double gemm = gemm_seconds(d, 4, 16, 8);
+  EXPECT_DOUBLE_EQ(logits.forward_gemm_s, gemm);
+  EXPECT_NEAR(logits.forward_s, gemm + 128 + 64, 1e-9);
+  EXPECT_NEAR(logits.backward_s, 2 * gemm + 128 + 128, 1e-9);
+  // Embedding: 4 x 32 elements of 4 bytes = 512 B = 128 s forward, 256 s backward.
+  const LayerTimes embedding = embedding_compute_times(m, d, l);
+  EXPECT_DOUBLE_EQ(embedding.forward_s, 128);
+  EXPECT_DOUBLE_EQ(embedding.backward_s, 256);
+  EXPECT_DOUBLE_EQ(embedding.forward_gemm_s, 0);
+  // The optimizer streams at memory bandwidth, not the elementwise rate.
+  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10), 28);
+  // Uncalibrated (GPU presets): the elementwise rate is the memory
+  // bandwidth and elements are 2 bytes: loss 4 x 16 x 6 x 2 / 10, norm 2 x 32 x 2 / 10.
+  const DeviceSpec plain = unit_device();
+  const LayerTimes plain_logits = logit_compute_times(m, plain, l);
+  EXPECT_NEAR(plain_logits.forward_s, gemm + 76.8 / 2 + 12.8, 1e-9);
+  EXPECT_NEAR(embedding_compute_times(m, plain, l).forward_s, 4 * 32 * 2 / 10.0, 1e-12);
+}
+
+TEST(CostFormulas, TensorParallelCollectivesCountTheEmbeddingAndTheLogitInput) {
+  ModelSpec m = small_model();  // 2 layers, b s h = 4 x 4 x 8 = 128 elements at mb 4
+  ClusterSpec c;
+  c.hosts = 1;
+  c.devices_per_host = 2;
+  c.device = unit_device();
+  c.device.dtype_bytes = 4;
+  c.intra_host = LinkSpec{Transport::shm, 1e9, 1e-5, 1};
+  c.inter_host = c.intra_host;
+  Layout l;
+  l.tp = 2;
+  l.micro_batch = 4;  // one micro-batch of the global batch of 4
+  const Estimate e = estimate_layout(m, c.resolved(), l);
+  const GroupLink tp = group_link(c.resolved(), l, Axis::tp);
+  // Per layer 2 allreduces forward and 2 backward of b s h elements of 4
+  // bytes; the embedding's output forward and the logit input's gradient
+  // backward; the cross entropy's 3 allreduces of b s floats.
+  const double activation = allreduce_seconds(128 * 4, tp), loss = allreduce_seconds(4 * 4 * 4, tp);
+  EXPECT_NEAR(e.time.tp_comm_s, (2 * 4 + 2) * activation + 3 * loss, 1e-15);
+  // With 2-byte elements the activations' allreduces move half the bytes.
+  c.device.dtype_bytes = 2;
+  const Estimate half = estimate_layout(m, c.resolved(), l);
+  EXPECT_NEAR(half.time.tp_comm_s, 10 * allreduce_seconds(128 * 2, tp) + 3 * loss, 1e-15);
 }
 
 TEST(CommFormulas, AlphaBetaOfRingAndHalvingDoubling) {

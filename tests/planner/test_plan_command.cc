@@ -1,8 +1,13 @@
 // `giant plan` as a library function: flags, outputs and errors.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
 
+#include "giant/planner/calibrate.h"
 #include "giant/planner/plan_command.h"
 #include "giant/planner/spec_toml.h"
 
@@ -86,6 +91,85 @@ TEST(PlanCommand, CalibrateWithAProbeWritesAClusterFile) {
   EXPECT_NEAR(c.device.gemm_half_dim, 32, 1);
   EXPECT_GT(c.intra_host.bandwidth_bytes_per_s, 0);
   EXPECT_GT(c.inter_host.latency_s, 0);
+  // Without an elementwise probe, the built-in streaming loop; float32.
+  EXPECT_NE(r.out.find("no elementwise probe given"), std::string::npos) << r.out;
+  EXPECT_GT(c.device.elementwise_bytes_per_s, 0);
+  EXPECT_DOUBLE_EQ(c.device.dtype_bytes, 4);
+}
+
+// A probe whose device is twice as slow while another device works: it
+// waits 5 ms and sees whether a call from another thread (the other
+// device's load) ran meanwhile.
+struct SharedDeviceProbe {
+  std::atomic<int> other_calls{0};
+  std::thread::id measuring = std::this_thread::get_id();
+  double rate(double alone) {
+    if (std::this_thread::get_id() != measuring) {
+      other_calls.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      return alone;
+    }
+    const int before = other_calls.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return other_calls.load() > before ? alone / 2 : alone;
+  }
+};
+
+TEST(PlanCommand, CalibrateWritesTheRatesWithEveryDeviceBusy) {
+  SharedDeviceProbe shared;
+  CalibrationProbes probes;
+  probes.gemm_flops_per_s = [&](int64_t m, int64_t n, int64_t k) {
+    return shared.rate(10e9 / (1 + 32.0 / m + 32.0 / n + 32.0 / k));
+  };
+  probes.elementwise_bytes_per_s = [&](int64_t rows, int64_t cols) {
+    EXPECT_EQ(rows * cols, 4096 * 256);
+    return shared.rate(6e9);
+  };
+  const PlanOutput two = plan({"--calibrate", "--devices", "2"}, &probes);
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(two.out.find("gflops_busy="), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("calibrate=elementwise rows=4096 cols=256 gbytes_per_s=6 gbytes_per_s_busy=3"),
+            std::string::npos)
+      << two.out;
+  const ClusterSpec c = parse_cluster_toml(two.out.substr(two.out.find("# written by")));
+  EXPECT_NEAR(c.device.peak_flops, 5e9, 1e6);
+  EXPECT_NEAR(c.device.gemm_half_dim, 32, 1);
+  EXPECT_DOUBLE_EQ(c.device.elementwise_bytes_per_s, 3e9);
+  // One device: nothing else runs, the lone rates.
+  const int loads = shared.other_calls.load();
+  const PlanOutput one = plan({"--calibrate", "--devices", "1"}, &probes);
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(shared.other_calls.load(), loads);
+  const ClusterSpec alone = parse_cluster_toml(one.out.substr(one.out.find("# written by")));
+  EXPECT_NEAR(alone.device.peak_flops, 10e9, 1e6);
+  EXPECT_DOUBLE_EQ(alone.device.elementwise_bytes_per_s, 6e9);
+}
+
+TEST(Calibrate, MeasureWhileBusyRunsEveryOtherDeviceThroughout) {
+  std::atomic<int> calls[3] = {{0}, {0}, {0}};
+  const double r = measure_while_busy(
+      3, [&](int worker) { calls[worker].fetch_add(1); },
+      [&] {
+        // Both workers run while this measures.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while ((calls[0].load() < 10 || calls[1].load() < 10) && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::yield();
+        return 7.0;
+      });
+  EXPECT_EQ(r, 7.0);
+  EXPECT_GE(calls[0].load(), 10);
+  EXPECT_GE(calls[1].load(), 10);
+  EXPECT_EQ(calls[2].load(), 0);
+  EXPECT_EQ(measure_while_busy(1, [&](int) { calls[2].fetch_add(1); }, [] { return 3.0; }), 3.0);
+  EXPECT_EQ(calls[2].load(), 0);
+  EXPECT_THROW(measure_while_busy(2, [](int) { throw std::runtime_error("load failed"); }, [] { return 1.0; }),
+               std::runtime_error);
+}
+
+TEST(Calibrate, StreamingLoopCountsTwelveBytesAnElement) {
+  const double rate = stream_triad_bytes_per_s(1 << 16, 3);
+  EXPECT_GT(rate, 1e8);  // any machine streams more than 100 MB/s
+  EXPECT_LT(rate, 1e13);
 }
 
 }  // namespace

@@ -81,6 +81,32 @@ TEST(Toml, ClusterRoundTrip) {
             std::string::npos);
 }
 
+TEST(Toml, CalibratedDeviceKeys) {
+  const std::string text =
+      "hosts=1\ndevices_per_host=2\n[device]\ntype=\"cpu\"\npeak_tflops=0.08\nmemory_gib=8\n"
+      "memory_gbytes_per_s=12\nelementwise_gbytes_per_s=6.5\ndtype_bytes=4\n[intra_host]\ntransport=\"shm\"\n"
+      "bandwidth_gbytes_per_s=2\n";
+  const ClusterSpec c = parse_cluster_toml(text);
+  EXPECT_DOUBLE_EQ(c.device.elementwise_bytes_per_s, 6.5e9);
+  EXPECT_DOUBLE_EQ(c.device.elementwise_bandwidth(), 6.5e9);
+  EXPECT_DOUBLE_EQ(c.device.dtype_bytes, 4);
+  EXPECT_DOUBLE_EQ(c.device.element_bytes(), 4);
+  const ClusterSpec back = parse_cluster_toml(cluster_to_toml(c));
+  EXPECT_NEAR(back.device.elementwise_bytes_per_s, 6.5e9, 1);
+  EXPECT_DOUBLE_EQ(back.device.dtype_bytes, 4);
+  // Presets leave both out: memory bandwidth and 2-byte elements.
+  const ClusterSpec preset = cluster_preset("a100-80g-ib").resolved();
+  EXPECT_DOUBLE_EQ(preset.device.elementwise_bandwidth(), preset.device.memory_bandwidth_bytes_per_s);
+  EXPECT_DOUBLE_EQ(preset.device.element_bytes(), 2);
+  EXPECT_EQ(cluster_to_toml(preset).find("elementwise"), std::string::npos);
+  std::string bad = text;
+  bad.replace(bad.find("dtype_bytes=4"), 13, "dtype_bytes=3");
+  EXPECT_NE(error_of([&] { parse_cluster_toml(bad); }).find("device.dtype_bytes"), std::string::npos);
+  bad = text;
+  bad.replace(bad.find("elementwise_gbytes_per_s=6.5"), 28, "elementwise_gbytes_per_s=-1");
+  EXPECT_NE(error_of([&] { parse_cluster_toml(bad); }).find("device.elementwise_gbytes_per_s"), std::string::npos);
+}
+
 TEST(LayoutText, ParseAndValidate) {
   const LayoutFilter f = parse_layout_filter("tp=4,pp=4,dp=2,mb=2,schedule=interleaved,v=2,zero=1,recompute=full,sp=1,placement=dp<tp<pp");
   EXPECT_EQ(*f.tp, 4);

@@ -74,6 +74,10 @@ void barrier_dissemination(OpContext& ctx);
 // contiguous buffer, dividing for avg only if finish_avg. allgather_shm
 // copies every local rank's contiguous input into its block of out.
 void allreduce_shm(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op);
+// In place on shared buffers (shared_buffer.h): buffers[q] is local rank q's
+// buffer mapped here, the data at `offset` bytes in each.
+void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
+                              DType dtype, ReduceOp op);
 void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout, char* out, DType dtype,
                         ReduceOp op, bool finish_avg);
 void allgather_shm(OpContext& ctx, const char* in, char* out, const SpanLayout& layout, size_t elem);

@@ -202,19 +202,31 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
   // One rank per host: the hierarchical algorithm is the ring.
   if (algorithm == Algorithm::hierarchical && comm.topology().local_size == 1) algorithm = Algorithm::ring;
   std::vector<int> ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
-  auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), 0, algorithm);
+  // In place on a shared buffer: the peers' buffers are read directly. The
+  // descriptor names the buffer and offset, so every rank must do the same.
+  detail::BufferRegistry::Entry shared;
+  size_t shared_offset = 0;
+  const bool on_shared = algorithm == Algorithm::shm && o.input == o.output && nbytes > kInlineMaxBytes &&
+                         comm.engine().shm()->buffers()->find(o.input, nbytes, comm.rank(), &shared, &shared_offset);
+  const uint64_t aux = on_shared ? (static_cast<uint64_t>(shared.id + 1) << 40) | shared_offset : 0;
+  auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), aux, algorithm);
   desc.algorithm |= static_cast<uint8_t>(static_cast<uint8_t>(o.wire) << detail::kWireShift);  // ranks must agree
   // Large buffers go in chunks, each a whole allreduce; between them more
   // urgent work may overtake (OpContext::boundary).
   const size_t elem = dtype_size(o.dtype);
   const size_t chunk = std::max<size_t>(1, comm.config().engine_chunk_bytes / elem);
   const bool small = algorithm == Algorithm::shm && nbytes <= kInlineMaxBytes;
-  return submit(comm, desc, o, [o, algorithm, ring, chunk, elem](OpContext& ctx) {
+  std::vector<char*> buffers = on_shared ? shared.views : std::vector<char*>{};
+  return submit(comm, desc, o, [o, algorithm, ring, chunk, elem, buffers, shared_offset](OpContext& ctx) {
     for (size_t first = 0; first < o.count; first += chunk) {
       if (first > 0) ctx.boundary();
       auto in = static_cast<const char*>(o.input) + first * elem;
       auto out = static_cast<char*>(o.output) + first * elem;
       size_t count = std::min(chunk, o.count - first);
+      if (!buffers.empty()) {
+        detail::allreduce_shared_buffers(ctx, buffers, shared_offset + first * elem, count, o.dtype, o.op);
+        continue;
+      }
       switch (algorithm) {
         case Algorithm::ring: detail::allreduce_ring(ctx, in, out, count, o.dtype, o.op, o.wire); break;
         case Algorithm::shm: detail::allreduce_shm(ctx, in, out, count, o.dtype, o.op); break;

@@ -61,6 +61,7 @@ class ShmSteps {
   void mark_reduced(uint32_t s) { g.publish(ShmGroup::reduced, s); }
   void wait_reduced(uint32_t s) { g.wait_all(ShmGroup::reduced, s, idle_); }
   void release(uint32_t s) { g.publish(ShmGroup::consumed, s); }
+  void wait_released(uint32_t s) { g.wait_all(ShmGroup::consumed, s, idle_); }
   char* slot(int local, uint32_t s) const { return g.slot(local, s); }
 
   ShmGroup& g;
@@ -206,6 +207,46 @@ void for_each_stretch(const std::vector<SpanLayout::Span>& spans, size_t start, 
 }
 
 }  // namespace
+
+void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
+                              DType dtype, ReduceOp op) {
+  ShmSteps st(ctx);
+  const size_t elem = dtype_size(dtype);
+  if (count == 0) return;
+  // The same chunking as allreduce_shm, without the copy into the slots:
+  // each rank reduces its block of a chunk from every buffer into its own,
+  // then copies the other blocks from their owners' buffers.
+  const size_t per_chunk = std::max<size_t>(1, st.g.slot_bytes() / elem);
+  const size_t chunks = chunks_of(count, per_chunk);
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * per_chunk, cnt = std::min(per_chunk, count - base);
+    const BlockLayout blocks = BlockLayout::balanced(cnt, st.n);
+    st.post(s);
+    st.wait_posted(s);
+    const size_t at = offset + (base + blocks.offset[st.me]) * elem;
+    char* mine = buffers[st.me] + at;
+    Sources srcs;
+    srcs.push(mine);
+    for (int q = 0; q < st.n; ++q) {
+      if (q != st.me) srcs.push(buffers[q] + at);
+    }
+    fold(mine, srcs, blocks.count[st.me], dtype, op);
+    if (op == ReduceOp::avg) finish_average(mine, blocks.count[st.me], dtype, st.n);
+    st.mark_reduced(s);
+    st.wait_reduced(s);
+    for (int q = 0; q < st.n; ++q) {
+      if (q == st.me) continue;
+      size_t off = offset + (base + blocks.offset[q]) * elem;
+      std::memcpy(buffers[st.me] + off, buffers[q] + off, blocks.count[q] * elem);
+    }
+    st.release(s);
+  }
+  // Peers copy from this rank's buffer until their last step: only then may
+  // its owner write to it again.
+  st.wait_released(first + static_cast<uint32_t>(chunks) - 1);
+}
 
 void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout, char* out, DType dtype,
                         ReduceOp op, bool finish_avg) {

@@ -248,6 +248,35 @@ void ShmGroup::wait_all(Counter counter, uint32_t value, const std::function<voi
   }
 }
 
+void BufferRegistry::add(Entry entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.push_back(std::move(entry));
+}
+
+void BufferRegistry::remove(int id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->id == id) {
+      entries_.erase(it);
+      return;
+    }
+  }
+}
+
+bool BufferRegistry::find(const void* data, size_t nbytes, int me, Entry* entry, size_t* offset) const {
+  auto p = static_cast<const char*>(data);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Entry& e : entries_) {
+    const char* base = e.views[me];
+    if (p >= base && p + nbytes <= base + e.nbytes) {
+      *entry = e;
+      *offset = static_cast<size_t>(p - base);
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ShmGroup::alive(int local) const {
   pid_t pid = peers_[local].pid;
   if (pid == ::getpid()) return true;

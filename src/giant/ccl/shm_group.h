@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,31 @@ struct HostTopology;
 }
 
 namespace giant::ccl::detail {
+
+// Shared buffers (shared_buffer.h) of a communicator, found by address when
+// an operation is issued. Thread-safe.
+class BufferRegistry {
+ public:
+  struct Entry {
+    int id = -1;                // the same on every rank: buffers are allocated collectively, in order
+    size_t nbytes = 0;
+    std::vector<char*> views;   // every local rank's buffer
+  };
+  int take_id() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return next_id_++;
+  }
+  void add(Entry entry);
+  void remove(int id);
+  // The buffer of this rank (local rank `me`) holding [data, data + nbytes),
+  // and where in it; false if there is none.
+  bool find(const void* data, size_t nbytes, int me, Entry* entry, size_t* offset) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;
+  int next_id_ = 0;
+};
 
 class ShmGroup {
  public:
@@ -84,6 +110,8 @@ class ShmGroup {
   // False once the peer's process is gone.
   bool alive(int local) const;
 
+  const std::shared_ptr<BufferRegistry>& buffers() const { return buffers_; }
+
  private:
   struct Segment;
   struct Peer {
@@ -101,6 +129,7 @@ class ShmGroup {
   int own_fd_ = -1;
   std::vector<Peer> peers_;  // in local rank order, this rank included
   uint32_t next_step_ = 1;
+  std::shared_ptr<BufferRegistry> buffers_ = std::make_shared<BufferRegistry>();
 };
 
 }  // namespace giant::ccl::detail

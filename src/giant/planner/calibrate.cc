@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <ostream>
 #include <thread>
 
@@ -81,11 +83,32 @@ AllreduceTimes measure_allreduce(const CalibrationOptions& o, bool distinct_host
   return result;
 }
 
-double measure_memory_bandwidth(int repeats) {
-  const size_t bytes = 64 << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 2);
-  const double t = median_seconds(repeats, [&] { std::memcpy(b.data(), a.data(), bytes); });
-  return 2.0 * bytes / t;  // read and write
+// Streaming copy of `bytes` (past the caches): bytes read + written per second.
+struct CopyBuffers {
+  explicit CopyBuffers(size_t bytes) : a(bytes, 1), b(bytes, 2) {}
+  void copy() { std::memcpy(b.data(), a.data(), a.size()); }
+  std::vector<char> a, b;
+};
+
+double measure_memory_bandwidth(CopyBuffers& buffers, int repeats) {
+  const double t = median_seconds(repeats, [&] { buffers.copy(); });
+  return 2.0 * buffers.a.size() / t;  // read and write
+}
+
+// A rate measured alone and with every device of the host busy.
+struct RatePair {
+  double alone = 0;
+  double busy = 0;
+};
+
+// `measure_once` is one measurement; the load of the other devices is
+// `load(worker)`; with one device the busy rate is the lone one.
+RatePair alone_and_busy(int devices, const std::function<double()>& measure_once,
+                        const std::function<void(int)>& load) {
+  RatePair r;
+  r.alone = measure_once();
+  r.busy = devices > 1 ? measure_while_busy(devices, load, measure_once) : r.alone;
+  return r;
 }
 
 LinkSpec link_from(const AllreduceTimes& t, const CalibrationOptions& o, Transport transport) {
@@ -123,6 +146,48 @@ GemmFit fit_gemm_curve(const std::vector<GemmSample>& samples) {
   return best;
 }
 
+double stream_triad_bytes_per_s(int64_t elements, int repeats) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(1, elements));
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  float s = 0.5f;
+  const double t = median_seconds(repeats, [&] {
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+    s = a[n / 2] * 1e-9f + 0.5f;  // the result is used: the loop is not removed
+  });
+  return 12.0 * static_cast<double>(n) / t;
+}
+
+double measure_while_busy(int busy, const std::function<void(int)>& load, const std::function<double()>& measure) {
+  if (busy <= 1) return measure();
+  const int workers = busy - 1;
+  std::atomic<bool> stop{false};
+  std::atomic<int> started{0};
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers) + 1);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      started.fetch_add(1);
+      try {
+        while (!stop.load(std::memory_order_relaxed)) load(w);
+      } catch (...) {
+        errors[static_cast<size_t>(w)] = std::current_exception();
+      }
+    });
+  }
+  while (started.load() < workers) std::this_thread::yield();
+  double result = 0;
+  try {
+    result = measure();
+  } catch (...) {
+    errors.back() = std::current_exception();
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return result;
+}
+
 double measure_blocked_matmul_flops(int64_t m, int64_t n, int64_t k, int repeats) {
   std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f), c(static_cast<size_t>(m * n));
   constexpr int64_t kBlock = 64;
@@ -149,29 +214,59 @@ ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const Calibr
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   c.devices_per_host = o.devices > 0 ? o.devices : static_cast<int>(std::max(1L, cores));
   c.device.type = probes.device_type;
+  c.device.dtype_bytes = probes.dtype_bytes;
+  const int busy = c.devices_per_host;
+  log << "# rates of one device alone and with all " << busy << " devices of the host busy (*_busy, "
+      << "written to the cluster file)\n";
 
   if (!probes.gemm_flops_per_s)
     log << "# no GEMM probe given: measuring a plain blocked float32 C++ matmul instead of the training "
            "library's GEMM\n";
-  std::vector<GemmSample> samples;
+  auto gemm = [&](int64_t size) {
+    return probes.gemm_flops_per_s ? probes.gemm_flops_per_s(size, size, size)
+                                   : measure_blocked_matmul_flops(size, size, size, o.repeats);
+  };
+  std::vector<GemmSample> alone_samples, busy_samples;
   for (int64_t size : o.gemm_sizes) {
-    const double rate = probes.gemm_flops_per_s ? probes.gemm_flops_per_s(size, size, size)
-                                                : measure_blocked_matmul_flops(size, size, size, o.repeats);
-    samples.push_back({size, size, size, rate});
-    log << "calibrate=gemm m=" << size << " n=" << size << " k=" << size << " gflops=" << rate / 1e9 << "\n";
+    const RatePair rate = alone_and_busy(busy, [&] { return gemm(size); }, [&](int) { gemm(size); });
+    alone_samples.push_back({size, size, size, rate.alone});
+    busy_samples.push_back({size, size, size, rate.busy});
+    log << "calibrate=gemm m=" << size << " n=" << size << " k=" << size << " gflops=" << rate.alone / 1e9
+        << " gflops_busy=" << rate.busy / 1e9 << "\n";
   }
-  const GemmFit fit = fit_gemm_curve(samples);
+  const GemmFit alone_fit = fit_gemm_curve(alone_samples), fit = fit_gemm_curve(busy_samples);
   c.device.peak_flops = fit.peak_flops;
   c.device.gemm_efficiency = 1.0;  // the fitted peak is what GEMMs reach
   c.device.gemm_half_dim = std::max(1.0, fit.half_dim);
-  log << "calibrate=gemm_fit peak_gflops=" << fit.peak_flops / 1e9 << " half_dim=" << fit.half_dim << "\n";
+  log << "calibrate=gemm_fit peak_gflops=" << alone_fit.peak_flops / 1e9 << " half_dim=" << alone_fit.half_dim
+      << " peak_gflops_busy=" << fit.peak_flops / 1e9 << " half_dim_busy=" << fit.half_dim << "\n";
 
-  c.device.memory_bandwidth_bytes_per_s = measure_memory_bandwidth(o.repeats);
+  if (!probes.elementwise_bytes_per_s)
+    log << "# no elementwise probe given: measuring a plain C++ streaming loop instead of the training "
+           "library's kernels\n";
+  auto elementwise = [&] {
+    return probes.elementwise_bytes_per_s
+               ? probes.elementwise_bytes_per_s(o.elementwise_rows, o.elementwise_cols)
+               : stream_triad_bytes_per_s(o.elementwise_rows * o.elementwise_cols, o.repeats);
+  };
+  const RatePair ew = alone_and_busy(busy, elementwise, [&](int) { elementwise(); });
+  c.device.elementwise_bytes_per_s = ew.busy;
+  log << "calibrate=elementwise rows=" << o.elementwise_rows << " cols=" << o.elementwise_cols
+      << " gbytes_per_s=" << ew.alone / 1e9 << " gbytes_per_s_busy=" << ew.busy / 1e9 << "\n";
+
+  std::vector<std::unique_ptr<CopyBuffers>> buffers;
+  for (int d = 0; d < busy; ++d) buffers.push_back(std::make_unique<CopyBuffers>(static_cast<size_t>(o.memory_bytes)));
+  const RatePair memory = alone_and_busy(
+      busy, [&] { return measure_memory_bandwidth(*buffers[0], o.repeats); },
+      [&](int worker) { buffers[static_cast<size_t>(worker) + 1]->copy(); });
+  buffers.clear();
+  c.device.memory_bandwidth_bytes_per_s = memory.busy;
   const double pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   c.device.memory_bytes = pages * page / c.devices_per_host;
   c.device.reserved_bytes = 0.1 * c.device.memory_bytes;
-  log << "calibrate=memory bandwidth_gbytes_per_s=" << c.device.memory_bandwidth_bytes_per_s / 1e9
-      << " bytes_per_device=" << c.device.memory_bytes << "\n";
+  log << "calibrate=memory bandwidth_gbytes_per_s=" << memory.alone / 1e9
+      << " bandwidth_gbytes_per_s_busy=" << memory.busy / 1e9 << " bytes_per_device=" << c.device.memory_bytes
+      << "\n";
 
   const AllreduceTimes intra = measure_allreduce(o, false);
   c.intra_host = link_from(intra, o, Transport::tcp);

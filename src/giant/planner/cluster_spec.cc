@@ -65,6 +65,12 @@ void ClusterSpec::validate() const {
   if (hosts > 1) positive(inter_host.bandwidth_bytes_per_s, "inter_host.bandwidth_gbytes_per_s");
   if (device.usable_memory() <= 0)
     throw ConfigError("device.reserved_gib", "leaves no usable memory on the device");
+  if (device.elementwise_bytes_per_s < 0)
+    throw ConfigError("device.elementwise_gbytes_per_s", "must not be negative, got " +
+                                                         std::to_string(device.elementwise_bytes_per_s));
+  if (device.dtype_bytes != 0 && device.dtype_bytes != 1 && device.dtype_bytes != 2 && device.dtype_bytes != 4 &&
+      device.dtype_bytes != 8)
+    throw ConfigError("device.dtype_bytes", "must be 1, 2, 4 or 8, got " + std::to_string(device.dtype_bytes));
   if (device.gemm_efficiency < 0 || device.gemm_efficiency > 1)
     throw ConfigError("device.gemm_efficiency", "must be in (0, 1], got " + std::to_string(device.gemm_efficiency));
 }
@@ -82,7 +88,7 @@ ClusterSpec ClusterSpec::resolved() const {
 namespace {
 
 DeviceSpec a100(double memory_gib, double memory_gbytes_per_s) {
-  return DeviceSpec{"A100", 312e12, memory_gib * kGiB, memory_gbytes_per_s * kGB, 0, 0, 0};
+  return DeviceSpec{"A100", 312e12, memory_gib * kGiB, memory_gbytes_per_s * kGB, 0, 0, 0, 0, 0};
 }
 
 LinkSpec link(Transport transport, double gbytes_per_s, double latency_us) {
@@ -114,7 +120,7 @@ ClusterSpec cluster_preset(const std::string& name) {
   // NVSwitch A100: 12 NVLink3 x 25 GB/s = 300 GB/s per direction; V100 SXM2:
   // 6 NVLink2 x 25 GB/s = 150 GB/s. HBM: A100-80GB 2039 GB/s, A100-40GB
   // 1555 GB/s, V100 900 GB/s. Inter-host figures are per host.
-  const DeviceSpec v100{"V100", 125e12, 32 * kGiB, 900 * kGB, 0, 0, 0};
+  const DeviceSpec v100{"V100", 125e12, 32 * kGiB, 900 * kGB, 0, 0, 0, 0, 0};
   if (name == "a100-80g-ib")
     return make(name, a100(80, 2039), link(Transport::nvlink, 300, kNvlinkLatencyUs),
                 link(Transport::rdma, 8 * 200 / 8.0, kRdmaLatencyUs));

@@ -43,8 +43,24 @@ struct DeviceSpec {
   // costs as much again as an infinite one. 0 = the type's default.
   double gemm_efficiency = 0;
   double gemm_half_dim = 0;
+  // Rate at which the training library's elementwise kernels (norms,
+  // softmax, GeLU, residual adds, layout copies) move bytes, counting each
+  // tensor read or written once. 0 = memory_bandwidth_bytes_per_s: a GPU's
+  // kernels stream from HBM at its bandwidth; a CPU core's are slower than
+  // its streaming bandwidth (exp, erf, reductions), so `--calibrate` measures
+  // them. Calibrated files give this and the rates above for one device
+  // while every device of the host works (what training does).
+  double elementwise_bytes_per_s = 0;
+  // Bytes of an activation, weight or gradient element in training: 0 = 2
+  // (fp16/bf16 mixed precision, the published runs); 4 for float32, as Giant
+  // trains on CPUs. Activation traffic and communication volumes scale with it.
+  double dtype_bytes = 0;
 
   double usable_memory() const;
+  double elementwise_bandwidth() const {
+    return elementwise_bytes_per_s > 0 ? elementwise_bytes_per_s : memory_bandwidth_bytes_per_s;
+  }
+  double element_bytes() const { return dtype_bytes > 0 ? dtype_bytes : 2; }
 };
 
 struct ClusterSpec {

@@ -20,10 +20,11 @@ namespace {
 
 // Each activation a layer keeps is written once and read once by its
 // elementwise kernels (norms, softmax, dropout, GeLU, residuals); backward
-// moves twice that.
+// moves twice that. The activation formula counts 2-byte elements; other
+// training dtypes scale it.
 double elementwise_seconds(const ModelSpec& m, const DeviceSpec& d, const Layout& l, Recompute kept) {
-  return 2 * layer_activation_bytes(m, l.micro_batch, l.tp, l.sequence_parallel, kept) /
-         d.memory_bandwidth_bytes_per_s;
+  return 2 * layer_activation_bytes(m, l.micro_batch, l.tp, l.sequence_parallel, kept) * (d.element_bytes() / 2) /
+         d.elementwise_bandwidth();
 }
 
 }  // namespace
@@ -53,12 +54,23 @@ LayerTimes layer_compute_times(const ModelSpec& m, const DeviceSpec& d, const La
 LayerTimes logit_compute_times(const ModelSpec& m, const DeviceSpec& d, const Layout& l) {
   const double tokens = double(l.micro_batch) * m.seq_len, v = double(m.vocab) / l.tp;
   const double gemm = gemm_seconds(d, tokens, v, m.hidden);
-  // Softmax cross entropy reads and writes the fp16 logits and an fp32 copy.
-  const double loss = tokens * v * (2 + 4) * 2 / d.memory_bandwidth_bytes_per_s;
+  // Softmax cross entropy reads and writes the logits (training dtype) and an fp32 copy.
+  const double loss = tokens * v * (d.element_bytes() + 4) * 2 / d.elementwise_bandwidth();
+  // The final layer norm reads and writes the b s h hidden states; backward twice.
+  const double norm = 2 * tokens * m.hidden * d.element_bytes() / d.elementwise_bandwidth();
   LayerTimes times;
   times.forward_gemm_s = gemm;
-  times.forward_s = gemm + loss / 2;
-  times.backward_s = 2 * gemm + loss / 2;
+  times.forward_s = gemm + loss / 2 + norm;
+  times.backward_s = 2 * gemm + loss / 2 + 2 * norm;
+  return times;
+}
+
+LayerTimes embedding_compute_times(const ModelSpec& m, const DeviceSpec& d, const Layout& l) {
+  const double tokens = double(l.micro_batch) * m.seq_len;
+  const double forward = 4 * tokens * m.hidden * d.element_bytes() / d.elementwise_bandwidth();
+  LayerTimes times;
+  times.forward_s = forward;
+  times.backward_s = 2 * forward;
   return times;
 }
 

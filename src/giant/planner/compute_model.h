@@ -1,5 +1,6 @@
 // Compute time of one device: GEMMs at a rate that grows with matrix size,
-// elementwise work at memory bandwidth.
+// elementwise work at the device's elementwise rate (memory bandwidth unless
+// calibrated), the optimizer at memory bandwidth.
 #pragma once
 
 #include "giant/planner/cluster_spec.h"
@@ -24,12 +25,20 @@ struct LayerTimes {
 };
 LayerTimes layer_compute_times(const ModelSpec& model, const DeviceSpec& device, const Layout& layout);
 
-// The logit layer and its loss on the last stage: forward and backward.
+// The final layer norm, the logit layer and its loss on the last stage:
+// forward and backward.
 LayerTimes logit_compute_times(const ModelSpec& model, const DeviceSpec& device, const Layout& layout);
+
+// The embedding on the first stage, elementwise work only: the lookup writes
+// the b s h embeddings and the position add reads them and the position rows
+// and writes the sum (4 b s h elements); backward (the gradient's scatter
+// into the table and the position rows) moves twice that.
+LayerTimes embedding_compute_times(const ModelSpec& model, const DeviceSpec& device, const Layout& layout);
 
 // Adam over the device's shard of fp32 master weights and moments: it reads
 // the fp16 gradient and 12 bytes of state and writes 12 + 2, 28 bytes a
-// parameter at memory bandwidth.
+// parameter at memory bandwidth (streaming: the state outgrows caches). In
+// float32 it reads weight, gradient and moments and writes three: 28 again.
 double optimizer_seconds(const DeviceSpec& device, double parameters_updated);
 
 }  // namespace giant::planner

@@ -15,12 +15,12 @@ namespace {
 // Megatron's gradient buckets hold at least 40M parameters; the last one
 // cannot overlap any backward.
 constexpr double kBucketParameters = 40e6;
-constexpr double kHalfBytes = 2;  // fp16/bf16 activations, weights and gradients
 
 }  // namespace
 
 Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const CostOptions& options) {
   const DeviceSpec& device = c.device;
+  const double element_bytes = device.element_bytes();  // activations, weights and gradients
   Estimate e;
   e.layout = l;
   e.memory = memory_per_device(m, l);
@@ -37,19 +37,22 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   // Per layer and micro-batch: compute and the tensor-parallel allreduces
   // (2 forward, 2 backward, 2 more to recompute the forward).
   const LayerTimes layer = layer_compute_times(m, device, l);
-  const double activation_bytes = double(l.micro_batch) * m.seq_len * m.hidden * kHalfBytes;
+  const double activation_bytes = double(l.micro_batch) * m.seq_len * m.hidden * element_bytes;
   const double tp_collective = allreduce_seconds(activation_bytes, tp_link);
   const double tp_forward = 2 * tp_collective;
   const double tp_backward = (l.recompute == Recompute::full ? 4 : 2) * tp_collective;
   const LayerTimes logits = logit_compute_times(m, device, l);
-  // Vocabulary-parallel cross entropy: three allreduces of b s floats.
+  const LayerTimes embedding = embedding_compute_times(m, device, l);
+  // Vocabulary-parallel cross entropy: three allreduces of b s floats; the
+  // logit layer's input gradient is allreduced in backward, and the
+  // vocabulary-parallel embedding's output in forward.
   const double loss_collectives = 3 * allreduce_seconds(double(l.micro_batch) * m.seq_len * 4, tp_link);
 
   // ZeRO-3 gathers a chunk's weights before its forward and its backward
   // and reduce-scatters its gradients, prefetched so that they overlap the
   // compute of the same micro-batch.
   // One collective per layer, so the ring's latency counts per layer.
-  const double layer_weight_bytes = layer_parameters(m) / l.tp * kHalfBytes;
+  const double layer_weight_bytes = layer_parameters(m) / l.tp * element_bytes;
   const double zero3_forward = l.zero == 3 ? layers_per_chunk * allgather_seconds(layer_weight_bytes, dp_link) : 0;
   const double zero3_backward =
       l.zero == 3 ? layers_per_chunk * (allgather_seconds(layer_weight_bytes, dp_link) +
@@ -65,10 +68,16 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   for (int chunk = 0; chunk < p * v; ++chunk) {
     double compute_f = layers_per_chunk * layer.forward_s, compute_b = layers_per_chunk * layer.backward_s;
     double tp_f = layers_per_chunk * tp_forward, tp_b = layers_per_chunk * tp_backward;
+    if (chunk == 0) {
+      compute_f += embedding.forward_s;
+      compute_b += embedding.backward_s;
+      tp_f += tp_collective;
+    }
     if (chunk == p * v - 1) {
       compute_f += logits.forward_s;
       compute_b += logits.backward_s;
       tp_f += loss_collectives;
+      tp_b += tp_collective;
     }
     const double f = std::max(compute_f + tp_f, zero3_forward), b = std::max(compute_b + tp_b, zero3_backward);
     pipe.forward_s.push_back(f);
@@ -116,7 +125,7 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   // Gradient sync of the device's parameters over dp, overlapped with the
   // last backward pass of the device; ZeRO-1/2 reduce-scatter and allgather
   // move the same bytes as an allreduce.
-  const double gradient_bytes = e.memory.parameters * kHalfBytes;
+  const double gradient_bytes = e.memory.parameters * element_bytes;
   if (l.dp > 1 && l.zero < 3) {
     const double sync = allreduce_seconds(gradient_bytes, dp_link);
     const double buckets = std::max(1.0, std::floor(e.memory.parameters / kBucketParameters));
@@ -128,7 +137,7 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   if (p > 1) {
     GroupLink tie = pp_link;
     tie.size = 2;
-    after_pipeline += allreduce_seconds(double(m.vocab) * m.hidden / l.tp * kHalfBytes, tie);
+    after_pipeline += allreduce_seconds(double(m.vocab) * m.hidden / l.tp * element_bytes, tie);
   }
   e.time.dp_comm_s = micro_batches * zero3_exposed_per_micro + after_pipeline;
   e.time.optimizer_s = optimizer_seconds(device, e.memory.parameters / (l.zero >= 1 ? l.dp : 1));

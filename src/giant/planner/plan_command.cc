@@ -67,7 +67,10 @@ int run_calibrate(const PlanArgs& a, std::ostream& out, const CalibrationProbes&
   std::ostringstream log;
   const ClusterSpec cluster = calibrate_this_machine(probes, options, log);
   out << log.str();
-  const std::string toml = "# written by giant plan --calibrate\n" + cluster_to_toml(cluster);
+  const std::string toml = "# written by giant plan --calibrate: rates of one device while all " +
+                           std::to_string(cluster.devices_per_host) +
+                           " devices of the host work (plan one process alone with --devices 1)\n" +
+                           cluster_to_toml(cluster);
   if (a.out_file.empty()) {
     out << toml;
     return 0;

@@ -190,6 +190,8 @@ ClusterSpec parse_cluster_toml(const std::string& text, const std::string& sourc
   d.number("reserved_gib", c.device.reserved_bytes, kGiB);
   d.number("gemm_efficiency", c.device.gemm_efficiency);
   d.number("gemm_half_dim", c.device.gemm_half_dim);
+  d.number("elementwise_gbytes_per_s", c.device.elementwise_bytes_per_s, kGB);
+  d.number("dtype_bytes", c.device.dtype_bytes);
   d.finish();
   for (const char* table : {"intra_host", "inter_host"}) {
     if (!root[table]) continue;
@@ -215,6 +217,11 @@ std::string cluster_to_toml(const ClusterSpec& c) {
   if (c.device.reserved_bytes > 0) out << "reserved_gib = " << number_text(c.device.reserved_bytes / kGiB) << "\n";
   if (c.device.gemm_efficiency > 0) out << "gemm_efficiency = " << number_text(c.device.gemm_efficiency) << "\n";
   if (c.device.gemm_half_dim > 0) out << "gemm_half_dim = " << number_text(c.device.gemm_half_dim) << "\n";
+  if (c.device.elementwise_bytes_per_s > 0)
+    out << "elementwise_gbytes_per_s = " << number_text(c.device.elementwise_bytes_per_s / kGB)
+        << "  # norms, softmax, GeLU, adds: bytes read + written per second\n";
+  if (c.device.dtype_bytes > 0)
+    out << "dtype_bytes = " << number_text(c.device.dtype_bytes) << "  # per training element (2 = fp16/bf16)\n";
   write_link(out, "intra_host", c.intra_host, "per device and direction");
   write_link(out, "inter_host", c.inter_host, "per host and direction");
   return out.str();

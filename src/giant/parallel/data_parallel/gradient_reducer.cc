@@ -6,6 +6,7 @@
 
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
+#include "giant/ccl/shared_buffer.h"
 #include "giant/parallel/tensor_collectives.h"
 
 namespace giant::parallel {
@@ -23,6 +24,15 @@ struct ReadyHook : torch::autograd::FunctionPostHook {
 };
 
 }  // namespace
+
+at::Tensor GradientReducer::bucket_storage(int64_t elements, const at::TensorOptions& options) {
+  // On the host, a shared buffer: the allreduce then reads the other ranks'
+  // buckets in place instead of copying each through shared memory.
+  if (!options.device().is_cpu()) return torch::zeros({elements}, options);
+  auto shared = ccl::allocate_shared_buffer(comm_, static_cast<size_t>(elements) * options.dtype().itemsize());
+  void* data = shared->data();
+  return torch::from_blob(data, {elements}, [shared](void*) mutable { shared.reset(); }, options);
+}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
                                  int64_t bucket_bytes)
@@ -49,7 +59,7 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
     int64_t elements = 0;
     for (size_t i : groups[b]) elements += parameters_[i].numel();
     const at::Tensor& first = parameters_[groups[b].front()];
-    buckets_[b].buffer = torch::zeros({elements}, first.options().requires_grad(false));
+    buckets_[b].buffer = bucket_storage(elements, first.options().requires_grad(false));
     buckets_[b].parameters = groups[b].size();
     int64_t offset = 0;
     for (size_t i : groups[b]) {

@@ -58,6 +58,8 @@ class GradientReducer {
     bool launched = false;
   };
   void launch_in_order();
+  // A zeroed flat bucket (collective over comm_: a shared buffer on the host).
+  at::Tensor bucket_storage(int64_t elements, const at::TensorOptions& options);
 
   std::vector<at::Tensor> parameters_;
   ccl::Communicator& comm_;
