@@ -127,6 +127,38 @@ void allreduce_one_step(ShmSteps& st, const char* in, char* out, size_t count, D
 
 }  // namespace
 
+namespace {
+
+// One chunk of an allreduce whose inputs lie in place at view(q) for every
+// local rank q (q's slot, or q's shared buffer): this rank reduces its block
+// into its own view (its input first, then the peers' in order), and once
+// every block is reduced copies each into out (skipping its own if out is
+// its view).
+template <class View>
+void reduce_and_share_chunk(ShmSteps& st, uint32_t s, View view, char* out, size_t cnt, DType dtype, ReduceOp op) {
+  const size_t elem = dtype_size(dtype);
+  const BlockLayout blocks = BlockLayout::balanced(cnt, st.n);
+  st.wait_posted(s);
+  const size_t at = blocks.offset[st.me] * elem;
+  char* mine = view(st.me) + at;
+  Sources srcs;
+  srcs.push(mine);
+  for (int q = 0; q < st.n; ++q) {
+    if (q != st.me) srcs.push(view(q) + at);
+  }
+  fold(mine, srcs, blocks.count[st.me], dtype, op);
+  if (op == ReduceOp::avg) finish_average(mine, blocks.count[st.me], dtype, st.n);
+  st.mark_reduced(s);
+  st.wait_reduced(s);
+  for (int q = 0; q < st.n; ++q) {
+    size_t off = blocks.offset[q] * elem;
+    move_bytes(out + off, view(q) + off, blocks.count[q] * elem);
+  }
+  st.release(s);
+}
+
+}  // namespace
+
 void allreduce_shm(OpContext& ctx, const char* in, char* out, size_t count, DType dtype, ReduceOp op) {
   ShmSteps st(ctx);
   const size_t elem = dtype_size(dtype);
@@ -135,37 +167,39 @@ void allreduce_shm(OpContext& ctx, const char* in, char* out, size_t count, DTyp
     allreduce_one_step(st, in, out, count, dtype, op);
     return;
   }
-  // Each chunk: every rank copies its part in, reduces one block of it in
-  // place in its own slot (its own input first, then the peers' in order),
-  // and copies every finished block out.
+  // Each chunk goes through the slots: copied in, reduced there, copied out.
   const size_t per_chunk = std::max<size_t>(1, st.g.slot_bytes() / elem);
   const size_t chunks = chunks_of(count, per_chunk);
   const uint32_t first = st.take(chunks);
   for (size_t c = 0; c < chunks; ++c) {
     const uint32_t s = first + static_cast<uint32_t>(c);
     const size_t base = c * per_chunk, cnt = std::min(per_chunk, count - base);
-    const BlockLayout blocks = BlockLayout::balanced(cnt, st.n);
     st.claim(s);
     std::memcpy(st.slot(st.me, s), in + base * elem, cnt * elem);
     st.post(s);
-    st.wait_posted(s);
-    const size_t at = blocks.offset[st.me] * elem;
-    char* mine = st.slot(st.me, s) + at;
-    Sources srcs;
-    srcs.push(mine);
-    for (int q = 0; q < st.n; ++q) {
-      if (q != st.me) srcs.push(st.slot(q, s) + at);
-    }
-    fold(mine, srcs, blocks.count[st.me], dtype, op);
-    if (op == ReduceOp::avg) finish_average(mine, blocks.count[st.me], dtype, st.n);
-    st.mark_reduced(s);
-    st.wait_reduced(s);
-    for (int q = 0; q < st.n; ++q) {
-      size_t off = blocks.offset[q] * elem;
-      std::memcpy(out + base * elem + off, st.slot(q, s) + off, blocks.count[q] * elem);
-    }
-    st.release(s);
+    reduce_and_share_chunk(st, s, [&](int q) { return st.slot(q, s); }, out + base * elem, cnt, dtype, op);
   }
+}
+
+void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
+                              DType dtype, ReduceOp op) {
+  ShmSteps st(ctx);
+  const size_t elem = dtype_size(dtype);
+  if (count == 0) return;
+  // The chunks of allreduce_shm without the copy into the slots: the inputs
+  // already lie in the buffers every rank maps.
+  const size_t per_chunk = std::max<size_t>(1, st.g.slot_bytes() / elem);
+  const size_t chunks = chunks_of(count, per_chunk);
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = offset + c * per_chunk * elem, cnt = std::min(per_chunk, count - c * per_chunk);
+    st.post(s);
+    reduce_and_share_chunk(st, s, [&](int q) { return buffers[q] + base; }, buffers[st.me] + base, cnt, dtype, op);
+  }
+  // Peers copy from this rank's buffer until their last step: only then may
+  // its owner write to it again.
+  st.wait_released(first + static_cast<uint32_t>(chunks) - 1);
 }
 
 SpanLayout SpanLayout::from(const BlockLayout& layout) {
@@ -207,46 +241,6 @@ void for_each_stretch(const std::vector<SpanLayout::Span>& spans, size_t start, 
 }
 
 }  // namespace
-
-void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
-                              DType dtype, ReduceOp op) {
-  ShmSteps st(ctx);
-  const size_t elem = dtype_size(dtype);
-  if (count == 0) return;
-  // The same chunking as allreduce_shm, without the copy into the slots:
-  // each rank reduces its block of a chunk from every buffer into its own,
-  // then copies the other blocks from their owners' buffers.
-  const size_t per_chunk = std::max<size_t>(1, st.g.slot_bytes() / elem);
-  const size_t chunks = chunks_of(count, per_chunk);
-  const uint32_t first = st.take(chunks);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * per_chunk, cnt = std::min(per_chunk, count - base);
-    const BlockLayout blocks = BlockLayout::balanced(cnt, st.n);
-    st.post(s);
-    st.wait_posted(s);
-    const size_t at = offset + (base + blocks.offset[st.me]) * elem;
-    char* mine = buffers[st.me] + at;
-    Sources srcs;
-    srcs.push(mine);
-    for (int q = 0; q < st.n; ++q) {
-      if (q != st.me) srcs.push(buffers[q] + at);
-    }
-    fold(mine, srcs, blocks.count[st.me], dtype, op);
-    if (op == ReduceOp::avg) finish_average(mine, blocks.count[st.me], dtype, st.n);
-    st.mark_reduced(s);
-    st.wait_reduced(s);
-    for (int q = 0; q < st.n; ++q) {
-      if (q == st.me) continue;
-      size_t off = offset + (base + blocks.offset[q]) * elem;
-      std::memcpy(buffers[st.me] + off, buffers[q] + off, blocks.count[q] * elem);
-    }
-    st.release(s);
-  }
-  // Peers copy from this rank's buffer until their last step: only then may
-  // its owner write to it again.
-  st.wait_released(first + static_cast<uint32_t>(chunks) - 1);
-}
 
 void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout, char* out, DType dtype,
                         ReduceOp op, bool finish_avg) {
