@@ -1,5 +1,5 @@
 // giant plan: the planner's command, with libtorch GEMM and elementwise
-// probes for --calibrate.
+// probes for --calibrate: they time the kernels training runs, as it runs them.
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -10,11 +10,41 @@
 
 #include "commands.h"
 #include "giant/planner/plan_command.h"
-#include "giant/train/matmul_rate.h"
 
 namespace giant::app {
 
 namespace {
+
+double median_seconds(const std::function<void()>& fn, int repeats) {
+  fn();  // warm-up: pages, BLAS buffers
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// FLOP/s of a linear layer's GEMMs as training runs them, for m rows, k
+// inputs and n outputs: forward y = x W^T, then the input gradient dy W and
+// the weight gradient dy^T x (W stored [n, k] as torch::nn::Linear and Giant's
+// parallel linears keep it): 6 m n k FLOPs. The transposed operands run
+// slower than a plain square product.
+double measure_linear_gemm_flops(int64_t m, int64_t n, int64_t k) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::rand({m, k}), w = torch::rand({n, k}), dy = torch::rand({m, n});
+  torch::Tensor y = torch::empty({m, n}), dx = torch::empty({m, k}), dw = torch::empty({n, k});
+  const double seconds = median_seconds(
+      [&] {
+        torch::mm_out(y, x, w.t());
+        torch::mm_out(dx, dy, w);
+        torch::mm_out(dw, dy.t(), x);
+      },
+      3);
+  return 6.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / seconds;
+}
 
 // Bytes read + written per second by the elementwise kernels a transformer
 // layer runs between its GEMMs, each on a float32 rows x cols tensor with
@@ -39,16 +69,8 @@ double measure_elementwise_bytes_per_s(int64_t rows, int64_t cols) {
   };
   double bytes = 0, seconds = 0;
   for (const auto& kernel : kernels) {
-    kernel.run();  // warm-up
-    std::vector<double> times;
-    for (int i = 0; i < 5; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      const torch::Tensor out = kernel.run();
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(times.begin(), times.end());
     bytes += kernel.bytes;
-    seconds += times[times.size() / 2];
+    seconds += median_seconds([&] { kernel.run(); }, 5);
   }
   return bytes / seconds;
 }
@@ -65,7 +87,7 @@ int plan_command(const std::vector<std::string>& args) {
   // each call sets it.
   probes.gemm_flops_per_s = [](int64_t m, int64_t n, int64_t k) {
     torch::set_num_threads(1);
-    return train::measure_gemm_flops(m, n, k);
+    return measure_linear_gemm_flops(m, n, k);
   };
   probes.elementwise_bytes_per_s = [](int64_t rows, int64_t cols) {
     torch::set_num_threads(1);

@@ -1,6 +1,7 @@
 // `giant plan` as a library function: flags, outputs and errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <sstream>
@@ -97,21 +98,17 @@ TEST(PlanCommand, CalibrateWithAProbeWritesAClusterFile) {
   EXPECT_DOUBLE_EQ(c.device.dtype_bytes, 4);
 }
 
-// A probe whose device is twice as slow while another device works: it
-// waits 5 ms and sees whether a call from another thread (the other
-// device's load) ran meanwhile.
+// A probe whose device is twice as slow while another device works: each
+// call takes 5 ms and sees whether another call overlapped it.
 struct SharedDeviceProbe {
-  std::atomic<int> other_calls{0};
-  std::thread::id measuring = std::this_thread::get_id();
+  std::atomic<int> in_flight{0}, calls{0};
   double rate(double alone) {
-    if (std::this_thread::get_id() != measuring) {
-      other_calls.fetch_add(1);
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      return alone;
-    }
-    const int before = other_calls.load();
+    const int before = calls.fetch_add(1);
+    in_flight.fetch_add(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return other_calls.load() > before ? alone / 2 : alone;
+    const bool shared = in_flight.load() > 1 || calls.load() > before + 1;
+    in_flight.fetch_sub(1);
+    return shared ? alone / 2 : alone;
   }
 };
 
@@ -136,33 +133,36 @@ TEST(PlanCommand, CalibrateWritesTheRatesWithEveryDeviceBusy) {
   EXPECT_NEAR(c.device.gemm_half_dim, 32, 1);
   EXPECT_DOUBLE_EQ(c.device.elementwise_bytes_per_s, 3e9);
   // One device: nothing else runs, the lone rates.
-  const int loads = shared.other_calls.load();
   const PlanOutput one = plan({"--calibrate", "--devices", "1"}, &probes);
   ASSERT_EQ(one.code, 0) << one.err;
-  EXPECT_EQ(shared.other_calls.load(), loads);
   const ClusterSpec alone = parse_cluster_toml(one.out.substr(one.out.find("# written by")));
   EXPECT_NEAR(alone.device.peak_flops, 10e9, 1e6);
   EXPECT_DOUBLE_EQ(alone.device.elementwise_bytes_per_s, 6e9);
 }
 
-TEST(Calibrate, MeasureWhileBusyRunsEveryOtherDeviceThroughout) {
-  std::atomic<int> calls[3] = {{0}, {0}, {0}};
-  const double r = measure_while_busy(
-      3, [&](int worker) { calls[worker].fetch_add(1); },
-      [&] {
-        // Both workers run while this measures.
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while ((calls[0].load() < 10 || calls[1].load() < 10) && std::chrono::steady_clock::now() < deadline)
-          std::this_thread::yield();
-        return 7.0;
-      });
-  EXPECT_EQ(r, 7.0);
-  EXPECT_GE(calls[0].load(), 10);
-  EXPECT_GE(calls[1].load(), 10);
-  EXPECT_EQ(calls[2].load(), 0);
-  EXPECT_EQ(measure_while_busy(1, [&](int) { calls[2].fetch_add(1); }, [] { return 3.0; }), 3.0);
-  EXPECT_EQ(calls[2].load(), 0);
-  EXPECT_THROW(measure_while_busy(2, [](int) { throw std::runtime_error("load failed"); }, [] { return 1.0; }),
+TEST(Calibrate, MeasureWhileBusyMeasuresEveryDeviceAtOnce) {
+  // Each measurement waits until all three devices are inside one at the
+  // same time; a device that has its figure keeps measuring meanwhile.
+  std::atomic<int> in_flight{0}, most{0}, device{0};
+  const std::vector<double> rates = measure_while_busy(3, [&] {
+    const int now = in_flight.fetch_add(1) + 1;
+    for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (most.load() < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    in_flight.fetch_sub(1);
+    thread_local const int id = device.fetch_add(1);
+    return 10.0 + id;
+  });
+  EXPECT_EQ(most.load(), 3);
+  ASSERT_EQ(rates.size(), 3u);
+  std::vector<double> sorted = rates;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<double>{10, 11, 12}));  // one figure per device
+  int calls = 0;
+  EXPECT_EQ(measure_while_busy(1, [&] { return ++calls * 3.0; }), std::vector<double>{3.0});
+  EXPECT_EQ(calls, 1);
+  EXPECT_THROW(measure_while_busy(2, []() -> double { throw std::runtime_error("probe failed"); }),
                std::runtime_error);
 }
 

@@ -95,19 +95,28 @@ double measure_memory_bandwidth(CopyBuffers& buffers, int repeats) {
   return 2.0 * buffers.a.size() / t;  // read and write
 }
 
-// A rate measured alone and with every device of the host busy.
+// A rate measured alone, and the slowest device's while every device of
+// the host works: a synchronous step (dp, tp) goes at the slowest one's pace.
 struct RatePair {
   double alone = 0;
   double busy = 0;
 };
 
-// `measure_once` is one measurement; the load of the other devices is
-// `load(worker)`; with one device the busy rate is the lone one.
-RatePair alone_and_busy(int devices, const std::function<double()>& measure_once,
-                        const std::function<void(int)>& load) {
+// Each rate is the median of `calls` of `measure_once`.
+RatePair alone_and_busy(int devices, int calls, const std::function<double()>& measure_once) {
+  auto measure = [&] {
+    std::vector<double> rates;
+    for (int i = 0; i < std::max(1, calls); ++i) rates.push_back(measure_once());
+    return median(rates);
+  };
   RatePair r;
-  r.alone = measure_once();
-  r.busy = devices > 1 ? measure_while_busy(devices, load, measure_once) : r.alone;
+  r.alone = measure();
+  if (devices <= 1) {
+    r.busy = r.alone;
+  } else {
+    const std::vector<double> rates = measure_while_busy(devices, measure);
+    r.busy = *std::min_element(rates.begin(), rates.end());
+  }
   return r;
 }
 
@@ -157,35 +166,32 @@ double stream_triad_bytes_per_s(int64_t elements, int repeats) {
   return 12.0 * static_cast<double>(n) / t;
 }
 
-double measure_while_busy(int busy, const std::function<void(int)>& load, const std::function<double()>& measure) {
-  if (busy <= 1) return measure();
-  const int workers = busy - 1;
-  std::atomic<bool> stop{false};
-  std::atomic<int> started{0};
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers) + 1);
+std::vector<double> measure_while_busy(int busy, const std::function<double()>& measure) {
+  if (busy <= 1) return {measure()};
+  std::vector<double> results(static_cast<size_t>(busy));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(busy));
+  std::atomic<int> ready{0}, finished{0};
   std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) {
-    threads.emplace_back([&, w] {
-      started.fetch_add(1);
+  for (int d = 0; d < busy; ++d) {
+    threads.emplace_back([&, d] {
+      ready.fetch_add(1);
+      while (ready.load() < busy) std::this_thread::yield();
+      bool counted = false;
       try {
-        while (!stop.load(std::memory_order_relaxed)) load(w);
+        results[static_cast<size_t>(d)] = measure();
+        finished.fetch_add(1);
+        counted = true;
+        while (finished.load() < busy) measure();  // stay busy until every device has its figure
       } catch (...) {
-        errors[static_cast<size_t>(w)] = std::current_exception();
+        errors[static_cast<size_t>(d)] = std::current_exception();
+        if (!counted) finished.fetch_add(1);
       }
     });
   }
-  while (started.load() < workers) std::this_thread::yield();
-  double result = 0;
-  try {
-    result = measure();
-  } catch (...) {
-    errors.back() = std::current_exception();
-  }
-  stop = true;
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
-  return result;
+  return results;
 }
 
 double measure_blocked_matmul_flops(int64_t m, int64_t n, int64_t k, int repeats) {
@@ -216,22 +222,22 @@ ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const Calibr
   c.device.type = probes.device_type;
   c.device.dtype_bytes = probes.dtype_bytes;
   const int busy = c.devices_per_host;
-  log << "# rates of one device alone and with all " << busy << " devices of the host busy (*_busy, "
-      << "written to the cluster file)\n";
+  log << "# rates of one device alone, and of the slowest device while all " << busy
+      << " devices of the host work (*_busy, written to the cluster file)\n";
 
   if (!probes.gemm_flops_per_s)
     log << "# no GEMM probe given: measuring a plain blocked float32 C++ matmul instead of the training "
            "library's GEMM\n";
-  auto gemm = [&](int64_t size) {
-    return probes.gemm_flops_per_s ? probes.gemm_flops_per_s(size, size, size)
-                                   : measure_blocked_matmul_flops(size, size, size, o.repeats);
-  };
   std::vector<GemmSample> alone_samples, busy_samples;
-  for (int64_t size : o.gemm_sizes) {
-    const RatePair rate = alone_and_busy(busy, [&] { return gemm(size); }, [&](int) { gemm(size); });
-    alone_samples.push_back({size, size, size, rate.alone});
-    busy_samples.push_back({size, size, size, rate.busy});
-    log << "calibrate=gemm m=" << size << " n=" << size << " k=" << size << " gflops=" << rate.alone / 1e9
+  for (const auto& [m, n, k] : o.gemm_shapes) {
+    auto gemm = [&, m = m, n = n, k = k] {
+      return probes.gemm_flops_per_s ? probes.gemm_flops_per_s(m, n, k)
+                                     : measure_blocked_matmul_flops(m, n, k, o.repeats);
+    };
+    const RatePair rate = alone_and_busy(busy, o.probe_calls, gemm);
+    alone_samples.push_back({m, n, k, rate.alone});
+    busy_samples.push_back({m, n, k, rate.busy});
+    log << "calibrate=gemm m=" << m << " n=" << n << " k=" << k << " gflops=" << rate.alone / 1e9
         << " gflops_busy=" << rate.busy / 1e9 << "\n";
   }
   const GemmFit alone_fit = fit_gemm_curve(alone_samples), fit = fit_gemm_curve(busy_samples);
@@ -249,17 +255,17 @@ ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const Calibr
                ? probes.elementwise_bytes_per_s(o.elementwise_rows, o.elementwise_cols)
                : stream_triad_bytes_per_s(o.elementwise_rows * o.elementwise_cols, o.repeats);
   };
-  const RatePair ew = alone_and_busy(busy, elementwise, [&](int) { elementwise(); });
+  const RatePair ew = alone_and_busy(busy, o.probe_calls, elementwise);
   c.device.elementwise_bytes_per_s = ew.busy;
   log << "calibrate=elementwise rows=" << o.elementwise_rows << " cols=" << o.elementwise_cols
       << " gbytes_per_s=" << ew.alone / 1e9 << " gbytes_per_s_busy=" << ew.busy / 1e9 << "\n";
 
-  std::vector<std::unique_ptr<CopyBuffers>> buffers;
-  for (int d = 0; d < busy; ++d) buffers.push_back(std::make_unique<CopyBuffers>(static_cast<size_t>(o.memory_bytes)));
-  const RatePair memory = alone_and_busy(
-      busy, [&] { return measure_memory_bandwidth(*buffers[0], o.repeats); },
-      [&](int worker) { buffers[static_cast<size_t>(worker) + 1]->copy(); });
-  buffers.clear();
+  // Each device streams its own buffers (written before they are timed).
+  auto memory_bandwidth = [&] {
+    CopyBuffers buffers(static_cast<size_t>(o.memory_bytes));
+    return measure_memory_bandwidth(buffers, o.repeats);
+  };
+  const RatePair memory = alone_and_busy(busy, o.probe_calls, memory_bandwidth);
   c.device.memory_bandwidth_bytes_per_s = memory.busy;
   const double pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   c.device.memory_bytes = pages * page / c.devices_per_host;

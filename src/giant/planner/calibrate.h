@@ -6,12 +6,14 @@
 // and once as two (distinct host ids).
 //
 // A device is one rank. The devices of a host share its memory bandwidth
-// and caches, so the GEMM, elementwise and memory rates are measured on one
-// thread while every other device of the host (devices_per_host - 1 more
-// threads) runs the same kernel: the per-device rates when all devices
-// work, as in training. With --devices 1 nothing else runs.
+// and caches, and some cores are slower than others (a virtual machine's
+// vCPUs, the core that takes interrupts). So the GEMM, elementwise and
+// memory rates are measured once alone and once on every device at the same
+// time, and the cluster file gets the slowest device's rates while all work:
+// training's synchronous steps go at its pace. With --devices 1, the lone rates.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -23,9 +25,11 @@
 namespace giant::planner {
 
 struct CalibrationProbes {
-  // FLOP/s of an m x n x k GEMM (2 m n k FLOPs) in the training dtype on the
-  // training device. Empty: the built-in float32 blocked matmul. Called from
-  // several threads at once.
+  // FLOP/s of m x n x k GEMMs (2 m n k FLOPs each) in the training dtype on
+  // the training device, as training runs them (giant's: a linear layer's
+  // forward and both backward products, with their transposed operands).
+  // Empty: the built-in float32 blocked matmul. Called from several threads
+  // at once.
   std::function<double(int64_t m, int64_t n, int64_t k)> gemm_flops_per_s;
   // Bytes read + written per second by the training library's elementwise
   // kernels (layer norm, softmax, GeLU, residual add, layout copy) on
@@ -40,7 +44,13 @@ struct CalibrationOptions {
   int devices = 0;  // devices (ranks) per host to describe; 0 = this machine's cores
   int ranks = 2;    // ranks in the ccl measurements
   int repeats = 5;  // medians of this many timed runs
-  std::vector<int64_t> gemm_sizes = {64, 128, 256, 384, 512};
+  int probe_calls = 3;  // each rate: the median of this many probe calls (other users' noise)
+  // GEMM shapes (m, n, k): squares from attention-sized up, and a layer's
+  // shapes (m tokens, hidden-sized n and k). The large ones pin the fitted
+  // peak, which small sizes alone leave to trade against the half dimension.
+  std::vector<std::array<int64_t, 3>> gemm_shapes = {{64, 64, 64},      {128, 128, 128},  {256, 256, 256},
+                                                     {384, 384, 384},   {512, 512, 512},  {768, 768, 768},
+                                                     {1024, 256, 256},  {1024, 1024, 256}, {1024, 256, 1024}};
   // Elementwise tensors: 4 MiB of float32, rows as long as a small model's
   // hidden size (a layer's activations: past the private caches of a core).
   int64_t elementwise_rows = 4096, elementwise_cols = 256;
@@ -69,16 +79,15 @@ double measure_blocked_matmul_flops(int64_t m, int64_t n, int64_t k, int repeats
 // median of `repeats`.
 double stream_triad_bytes_per_s(int64_t elements, int repeats);
 
-// Runs `measure` on this thread while `busy - 1` other threads run
-// `load(worker)` (worker 0 .. busy - 2) over and over, each started before
-// `measure` begins and stopped after it ends: the rate of one device while
-// `busy` devices work. Rethrows the first error of any of them.
-double measure_while_busy(int busy, const std::function<void(int worker)>& load,
-                          const std::function<double()>& measure);
+// Runs `measure` on `busy` threads at once (one per device), each going on
+// with it until every thread has its first result: the rate of every device
+// while all work. Rethrows the first error of any of them.
+std::vector<double> measure_while_busy(int busy, const std::function<double()>& measure);
 
 // Writes what it measures to `log` (one key=value line each, rates alone
 // and with all devices busy) and returns a one-host cluster with the busy
-// rates and whose links carry the measured busbw (efficiency 1).
+// (slowest device's) rates and whose links carry the measured busbw
+// (efficiency 1).
 ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const CalibrationOptions& options,
                                    std::ostream& log);
 

@@ -211,7 +211,8 @@ std::string cluster_to_toml(const ClusterSpec& c) {
   std::ostringstream out;
   out << "name = \"" << c.name << "\"\nhosts = " << c.hosts << "\ndevices_per_host = " << c.devices_per_host << "\n";
   out << "\n[device]\ntype = \"" << c.device.type << "\"\n";
-  out << "peak_tflops = " << number_text(c.device.peak_flops / 1e12) << "  # 16-bit dense\n";
+  out << "peak_tflops = " << number_text(c.device.peak_flops / 1e12)
+      << (c.device.element_bytes() == 2 ? "  # 16-bit dense\n" : "  # dense, in the training dtype\n");
   out << "memory_gib = " << number_text(c.device.memory_bytes / kGiB) << "\n";
   out << "memory_gbytes_per_s = " << number_text(c.device.memory_bandwidth_bytes_per_s / kGB) << "\n";
   if (c.device.reserved_bytes > 0) out << "reserved_gib = " << number_text(c.device.reserved_bytes / kGiB) << "\n";
