@@ -169,6 +169,22 @@ Algorithm resolve_movement(const char* what, const Communicator& comm, Algorithm
   return hierarchical ? Algorithm::hierarchical : Algorithm::ring;
 }
 
+// What the hierarchical algorithms need, found when the call is issued.
+struct HostLayout {
+  std::vector<std::vector<int>> hosts;  // ranks host by host
+  std::vector<int> ring;                // this rank's cross-host ring
+};
+
+// With one rank per host the hierarchical algorithm is the ring; otherwise
+// fills what it needs. Returns the algorithm that runs.
+Algorithm settle_hierarchical(const Communicator& comm, Algorithm algorithm, HostLayout* layout) {
+  if (algorithm != Algorithm::hierarchical) return algorithm;
+  if (comm.topology().local_size == 1) return Algorithm::ring;
+  layout->hosts = detail::ranks_by_host(comm);
+  layout->ring = detail::cross_host_ring(comm);
+  return algorithm;
+}
+
 }  // namespace
 
 Work allreduce(Communicator& comm, const AllreduceOptions& o) {
@@ -199,9 +215,9 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
       if (o.wire == WireDType::none || algorithm == Algorithm::ring || algorithm == Algorithm::hierarchical) break;
     }
   }
-  // One rank per host: the hierarchical algorithm is the ring.
-  if (algorithm == Algorithm::hierarchical && comm.topology().local_size == 1) algorithm = Algorithm::ring;
-  std::vector<int> ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
+  HostLayout layout;
+  algorithm = settle_hierarchical(comm, algorithm, &layout);
+  std::vector<int> ring = std::move(layout.ring);
   // In place on a shared buffer: the peers' buffers are read directly. The
   // descriptor names the buffer and offset, so every rank must do the same.
   detail::BufferRegistry::Entry shared;
@@ -247,19 +263,18 @@ Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
     return Work();
   }
   const int n = comm.size();
-  Algorithm algorithm = resolve_movement("reduce_scatter", comm, o.algorithm, o.count * n * dtype_size(o.dtype));
-  if (algorithm == Algorithm::hierarchical && comm.topology().local_size == 1) algorithm = Algorithm::ring;
+  HostLayout hl;
+  Algorithm algorithm = settle_hierarchical(
+      comm, resolve_movement("reduce_scatter", comm, o.algorithm, o.count * n * dtype_size(o.dtype)), &hl);
   auto desc = describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), 0, algorithm);
-  auto hosts = detail::ranks_by_host(comm);
-  auto ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
-  return submit(comm, desc, o, [o, algorithm, n, hosts, ring](OpContext& ctx) {
+  return submit(comm, desc, o, [o, algorithm, n, hl](OpContext& ctx) {
     auto in = static_cast<const char*>(o.input);
     auto out = static_cast<char*>(o.output);
     if (algorithm == Algorithm::shm) {
       auto layout = detail::SpanLayout::from(detail::BlockLayout::balanced(o.count * n, n));
       detail::reduce_scatter_shm(ctx, in, layout, out, o.dtype, o.op, true);
     } else if (algorithm == Algorithm::hierarchical) {
-      detail::reduce_scatter_hierarchical(ctx, in, out, o.count, o.dtype, o.op, hosts, ring);
+      detail::reduce_scatter_hierarchical(ctx, in, out, o.count, o.dtype, o.op, hl.hosts, hl.ring);
     } else {
       detail::reduce_scatter_ring(ctx, in, out, o.count, o.dtype, o.op);
     }
@@ -272,16 +287,15 @@ Work allgather(Communicator& comm, const AllgatherOptions& o) {
     copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
     return Work();
   }
-  Algorithm algorithm = resolve_movement("allgather", comm, o.algorithm, o.count * comm.size() * dtype_size(o.dtype));
-  if (algorithm == Algorithm::hierarchical && comm.topology().local_size == 1) algorithm = Algorithm::ring;
+  HostLayout hl;
+  Algorithm algorithm = settle_hierarchical(
+      comm, resolve_movement("allgather", comm, o.algorithm, o.count * comm.size() * dtype_size(o.dtype)), &hl);
   auto desc = describe(OpKind::allgather, o.dtype, o.count, -1, 0, 0, algorithm);
   std::vector<size_t> counts(comm.size(), o.count);
-  auto hosts = detail::ranks_by_host(comm);
-  auto ring = algorithm == Algorithm::hierarchical ? detail::cross_host_ring(comm) : std::vector<int>{};
-  return submit(comm, desc, o, [o, algorithm, counts, hosts, ring](OpContext& ctx) {
+  return submit(comm, desc, o, [o, algorithm, counts, hl](OpContext& ctx) {
     if (algorithm == Algorithm::hierarchical) {
       detail::allgather_hierarchical(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count,
-                                     dtype_size(o.dtype), hosts, ring);
+                                     dtype_size(o.dtype), hl.hosts, hl.ring);
     } else {
       gather_blocks(ctx, algorithm, o.input, o.output, detail::BlockLayout::from_counts(counts), dtype_size(o.dtype));
     }
