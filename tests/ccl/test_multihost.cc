@@ -548,6 +548,23 @@ TEST(MultiHost, RateCappedLinkGivesCorrectResults) {
   });
 }
 
+// A link slow one way: host A's sends crawl while host B's arrive at once,
+// so A's ranks have everything they receive while their last sends are still
+// reading their buffers. Whatever the algorithm does to the result next (the
+// average) must wait for those sends, or B receives it half-done.
+TEST(MultiHost, AverageWaitsForTheSendsOfASlowLink) {
+  GIANT_SKIP_WITHOUT_NAMESPACES();
+  NamespaceHostsOptions options;
+  options.host_rates = {"200mbit", ""};
+  NamespaceHosts hosts(options);
+  run_on_hosts(hosts, kPerHost, "one-way slow link", [&](ProcessContext&, Communicator& comm, Findings& findings) {
+    // 32 MiB in engine chunks of 8 MiB: in each, host A's ring sends are still
+    // queued behind the slow link when its receives are done.
+    const ExactCase c{DType::f32, ReduceOp::avg, (32 << 20) / 4, false};
+    for (Algorithm algorithm : {Algorithm::hierarchical, Algorithm::ring}) exact_allreduce(comm, c, algorithm, findings);
+  });
+}
+
 // More than two hosts are joined by a bridge (capped on every port too).
 TEST(MultiHost, ThreeHostsJoinedByABridge) {
   GIANT_SKIP_WITHOUT_NAMESPACES();

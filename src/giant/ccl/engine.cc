@@ -68,6 +68,9 @@ ShmGroup* OpContext::shm() const { return engine_.shm_.get(); }
 
 void OpContext::boundary() {
   GIANT_CHECK(!on_caller_thread_, "an operation run inline has no boundaries");
+  // Nothing of this operation stays in flight across a boundary: the work
+  // that may run there reuses the scratch buffers, and the next chunk too.
+  wait_all();
   engine_.at_boundary(*this, boundaries_++);
 }
 

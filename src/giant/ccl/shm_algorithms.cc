@@ -343,6 +343,9 @@ void allreduce_hierarchical(OpContext& ctx, const char* in, char* out, size_t co
   if (cross_host_ring.size() > 1) {
     OpContext::Scope scope(ctx, cross_host_ring, 0);
     allreduce_ring(ctx, mine, mine, cnt, dtype, partial, wire);
+    // The ring returns once everything has arrived, but its last sends may
+    // still be reading `mine`: finish them before the average changes it.
+    ctx.wait_all();
   }
   // Every counterpart divides the same sum: the same bits everywhere.
   if (op == ReduceOp::avg) finish_average(mine, cnt, dtype, ctx.size());

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -71,7 +72,9 @@ std::string NamespaceHosts::unavailable_reason() {
 NamespaceHosts::NamespaceHosts(NamespaceHostsOptions options) : options_(std::move(options)) {
   const int hosts = options_.hosts;
   if (hosts < 1 || hosts > 26) throw std::runtime_error("NamespaceHosts: 1 to 26 hosts, got " + std::to_string(hosts));
-  if (!options_.rate.empty() && shell("command -v tc").status != 0) {
+  const bool capped = !options_.rate.empty() || std::any_of(options_.host_rates.begin(), options_.host_rates.end(),
+                                                             [](const std::string& r) { return !r.empty(); });
+  if (capped && shell("command -v tc").status != 0) {
     throw std::runtime_error("NamespaceHosts: a rate cap needs iproute2's `tc`");
   }
   // Unique among the objects of this process (two may live at once) and,
@@ -83,9 +86,16 @@ NamespaceHosts::NamespaceHosts(NamespaceHostsOptions options) : options_(std::mo
     names_.push_back(prefix_ + std::to_string(h));
     addresses_.push_back("10.201.0." + std::to_string(h + 1));
   }
-  const std::string tbf = options_.rate.empty() ? ""
-                                                : " root tbf rate " + options_.rate + " burst " + options_.burst +
-                                                      " latency " + options_.latency;
+  auto tbf_of = [this](const std::string& rate) {
+    return rate.empty() ? std::string()
+                        : " root tbf rate " + rate + " burst " + options_.burst + " latency " + options_.latency;
+  };
+  const std::string tbf = tbf_of(options_.rate);
+  // What host h sends leaves through its own veth end.
+  auto host_tbf = [&](int h) {
+    bool own = h < static_cast<int>(options_.host_rates.size()) && !options_.host_rates[h].empty();
+    return own ? tbf_of(options_.host_rates[h]) : tbf;
+  };
   std::string script = "set -e";
   auto add = [&script](const std::string& line) { script += "; " + line; };
   for (int h = 0; h < hosts; ++h) {
@@ -113,7 +123,7 @@ NamespaceHosts::NamespaceHosts(NamespaceHostsOptions options) : options_(std::mo
     for (int h = 0; h < hosts; ++h) {
       add("ip -n " + names_[h] + " addr add " + addresses_[h] + "/24 dev veth0");
       add("ip -n " + names_[h] + " link set veth0 up");
-      if (!tbf.empty()) add("tc -n " + names_[h] + " qdisc add dev veth0" + tbf);
+      if (!host_tbf(h).empty()) add("tc -n " + names_[h] + " qdisc add dev veth0" + host_tbf(h));
     }
   }
   ShellResult made = shell(script);

@@ -26,6 +26,9 @@ struct NamespaceHostsOptions {
   int hosts = 2;
   // tc rate of every link end, e.g. "200mbit"; empty: no cap.
   std::string rate;
+  // Per host, the cap of what it sends (its own link end), overriding `rate`
+  // where given and non-empty: a link may be slower one way than the other.
+  std::vector<std::string> host_rates;
   // tbf bucket and queue bound (tc syntax: "kb" is kilobytes). The bucket
   // must hold a whole GSO segment (64 KiB) or large sends stall.
   std::string burst = "256kb";
