@@ -168,7 +168,7 @@ inline void print_table_header(const std::string& title) {
 }
 
 inline void print_measurement(const Measurement& m) {
-  std::printf("  %12lld %12lld %6s %6s %5d %5d %4d %11.1f %8.3f %8.3f %8lld\n",
+  std::printf("  %12lld %12lld %6s %6s %5d %5d %4d %11.2f %8.3f %8.3f %8lld\n",
               static_cast<long long>(m.bytes), static_cast<long long>(m.count), m.dtype.c_str(),
               m.op.c_str(), m.root, m.iters, m.rep, m.time_us, m.algbw_gbps(), m.busbw_gbps(),
               static_cast<long long>(m.wrong));
@@ -176,7 +176,7 @@ inline void print_measurement(const Measurement& m) {
               m.bench.c_str(), m.collective.c_str(), m.nproc, static_cast<long long>(m.bytes),
               static_cast<long long>(m.count), m.dtype.c_str(), m.op.c_str(), m.root);
   if (!m.algorithm.empty()) std::printf(" algorithm=%s", m.algorithm.c_str());
-  std::printf(" iters=%d rep=%d time_us=%.1f algbw_gbps=%.4f busbw_gbps=%.4f wrong=%lld transport=%s",
+  std::printf(" iters=%d rep=%d time_us=%.2f algbw_gbps=%.4f busbw_gbps=%.4f wrong=%lld transport=%s",
               m.iters, m.rep, m.time_us, m.algbw_gbps(), m.busbw_gbps(),
               static_cast<long long>(m.wrong), m.transport.c_str());
   for (const auto& [key, value] : m.extra) std::printf(" %s=%s", key.c_str(), value.c_str());

@@ -79,10 +79,10 @@ def print_measurement(nproc, count, iters, rep, time_us, wrong, extra):
     nbytes = count * 4
     algbw = nbytes / (time_us * 1e-6) / 1e9 if time_us > 0 else 0.0
     busbw = algbw * busbw_factor(nproc)
-    print("  %12d %12d %6s %6s %5d %5d %4d %11.1f %8.3f %8.3f %8d" % (
+    print("  %12d %12d %6s %6s %5d %5d %4d %11.2f %8.3f %8.3f %8d" % (
         nbytes, count, "f32", "sum", -1, iters, rep, time_us, algbw, busbw, wrong))
     line = (f"bench=torch collective=allreduce nproc={nproc} bytes={nbytes} count={count} dtype=f32 op=sum "
-            f"root=-1 algorithm=process_group_gloo iters={iters} rep={rep} time_us={time_us:.1f} "
+            f"root=-1 algorithm=process_group_gloo iters={iters} rep={rep} time_us={time_us:.2f} "
             f"algbw_gbps={algbw:.4f} busbw_gbps={busbw:.4f} wrong={wrong} transport=tcp")
     print(line + "".join(f" {k}={v}" for k, v in extra))
     sys.stdout.flush()

@@ -94,17 +94,25 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
   return h;
 }
 
-// run_inline: a shared-memory operation small enough to run on the issuing
-// thread when nothing else is running (see Engine::submit).
 Work submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& options,
-            std::function<void(OpContext&)> body, bool run_inline = false) {
+            std::function<void(OpContext&)> body) {
   auto op = std::make_unique<detail::CollectiveOp>();
   op->desc = desc;
   op->timeout = options.timeout;
   op->priority = options.priority;
-  op->run_inline = run_inline;
   op->body = std::move(body);
   return comm.engine().submit(std::move(op));
+}
+
+// A small shared-memory operation runs on this thread when nothing is ahead
+// of it (Engine::try_inline); otherwise it is submitted like any other.
+template <class Body>
+Work run_or_submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& options, bool small, Body body) {
+  if (small) {
+    Work work;
+    if (comm.engine().try_inline(desc, options.timeout, detail::InlineBody(body), &work)) return work;
+  }
+  return submit(comm, desc, options, std::move(body));
 }
 
 // Below this, shared-memory operations run inline on the issuing thread.
@@ -233,7 +241,7 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
   const size_t chunk = std::max<size_t>(1, comm.config().engine_chunk_bytes / elem);
   const bool small = algorithm == Algorithm::shm && nbytes <= kInlineMaxBytes;
   std::vector<char*> buffers = on_shared ? shared.views : std::vector<char*>{};
-  return submit(comm, desc, o, [o, algorithm, ring, chunk, elem, buffers, shared_offset](OpContext& ctx) {
+  return run_or_submit(comm, desc, o, small, [o, algorithm, ring, chunk, elem, buffers, shared_offset](OpContext& ctx) {
     for (size_t first = 0; first < o.count; first += chunk) {
       if (first > 0) ctx.boundary();
       auto in = static_cast<const char*>(o.input) + first * elem;
@@ -252,7 +260,7 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
         default: detail::allreduce_halving_doubling(ctx, in, out, count, o.dtype, o.op); break;
       }
     }
-  }, small);
+  });
 }
 
 Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
@@ -374,13 +382,13 @@ Work broadcast(Communicator& comm, const BroadcastOptions& o) {
   }
   auto desc = describe(OpKind::broadcast, o.dtype, o.count, o.root);
   const bool shm = all_in_shared_memory(comm);
-  return submit(comm, desc, o, [o, nbytes, shm](OpContext& ctx) {
+  return run_or_submit(comm, desc, o, shm && nbytes <= kInlineMaxBytes, [o, nbytes, shm](OpContext& ctx) {
     auto in = static_cast<const char*>(o.input);
     auto out = static_cast<char*>(o.output);
     // With every rank on one host, local rank and rank coincide.
     if (shm) detail::broadcast_shm(ctx, in, out, nbytes, o.root);
     else detail::broadcast_chain(ctx, in, out, nbytes, o.root);
-  }, shm && nbytes <= kInlineMaxBytes);
+  });
 }
 
 Work reduce(Communicator& comm, const ReduceOptions& o) {
@@ -432,10 +440,10 @@ Work scatter(Communicator& comm, const ScatterOptions& o) {
 Work barrier(Communicator& comm, const BarrierOptions& o) {
   if (comm.size() == 1) return Work();
   const bool shm = all_in_shared_memory(comm);
-  return submit(comm, describe(OpKind::barrier, DType::u8, 0), o, [shm](OpContext& ctx) {
+  return run_or_submit(comm, describe(OpKind::barrier, DType::u8, 0), o, shm, [shm](OpContext& ctx) {
     if (shm) detail::barrier_shm(ctx);
     else detail::barrier_dissemination(ctx);
-  }, shm);
+  });
 }
 
 namespace {

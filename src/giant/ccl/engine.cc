@@ -204,32 +204,54 @@ Work Engine::submit(std::unique_ptr<CollectiveOp> op) {
     }
     GIANT_CHECK(!stopping_, "communicator is shutting down");
     op->sequence = next_sequence_++;
-    // A small shared-memory operation with nothing ahead of it runs right
-    // here: no hand-off to the engine thread and back.
-    bool now = op->run_inline && queue_.empty() && !running_ && !inline_running_;
-    if (!now) queue_.push_back(std::move(op));
-    inline_running_ = now;
+    queue_.push_back(std::move(op));
   }
-  if (!op) {
-    wake();
-    return work;
+  wake();
+  return work;
+}
+
+namespace {
+
+Work failed_work(std::exception_ptr error) {
+  auto state = std::make_shared<WorkState>();
+  state->finish(std::move(error));
+  return Work(std::move(state));
+}
+
+}  // namespace
+
+bool Engine::try_inline(const OpDescriptor& desc, std::chrono::milliseconds timeout, InlineBody body, Work* work) {
+  uint64_t sequence;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_) {
+      *work = failed_work(failure_);
+      return true;
+    }
+    GIANT_CHECK(!stopping_, "communicator is shutting down");
+    if (!queue_.empty() || running_ || inline_running_) return false;
+    sequence = next_sequence_++;
+    inline_running_ = true;
   }
-  run_inline(*op);
+  std::exception_ptr error = run_inline(sequence, desc, timeout, body);
   bool queued;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     inline_running_ = false;
-    inline_done_.push_back(op->sequence);
+    inline_done_.push_back(sequence);
     queued = !queue_.empty();
   }
   if (queued) wake();  // work issued meanwhile waited for this one
-  return work;
+  *work = error ? failed_work(error) : Work();
+  return true;
 }
 
-void Engine::run_inline(CollectiveOp& op) {
+std::exception_ptr Engine::run_inline(uint64_t sequence, const OpDescriptor& desc, std::chrono::milliseconds timeout,
+                                      InlineBody body) {
   try {
-    OpContext ctx(*this, op.sequence, op.desc, Deadline::after(timeout_or_default(op.timeout)), true);
-    op.body(ctx);
+    OpContext ctx(*this, sequence, desc, Deadline::after(timeout_or_default(timeout)), true);
+    body(ctx);
+    return nullptr;
   } catch (...) {
     std::exception_ptr error = std::current_exception();
     {
@@ -239,10 +261,8 @@ void Engine::run_inline(CollectiveOp& op) {
       else failure_ = error;
     }
     wake();
-    op.work->finish(error);
-    return;
+    return error;
   }
-  op.work->finish(nullptr);
 }
 
 Work Engine::submit_p2p(bool is_send, int peer, uint32_t tag, void* data, size_t nbytes,

@@ -103,12 +103,23 @@ struct CollectiveOp {
   OpDescriptor desc;
   std::chrono::milliseconds timeout{0};
   int priority = 0;  // larger is more urgent
-  // Small enough to run on the issuing thread when nothing else is running
-  // (shared-memory algorithms only: they never touch the sockets).
-  bool run_inline = false;
   std::function<void(OpContext&)> body;
   std::shared_ptr<WorkState> work = std::make_shared<WorkState>();
   uint64_t sequence = 0;
+};
+
+// A body for Engine::try_inline: it refers to the caller's callable, which
+// outlives the call, instead of owning a copy (no allocation per operation).
+class InlineBody {
+ public:
+  template <class F>
+  explicit InlineBody(F& body)
+      : body_(&body), call_([](void* b, OpContext& ctx) { (*static_cast<F*>(b))(ctx); }) {}
+  void operator()(OpContext& ctx) const { call_(body_, ctx); }
+
+ private:
+  void* body_;
+  void (*call_)(void*, OpContext&);
 };
 
 struct PeerLinks {
@@ -128,6 +139,11 @@ class Engine {
   ShmGroup* shm() const { return shm_.get(); }
 
   Work submit(std::unique_ptr<CollectiveOp> op);
+  // A small shared-memory collective (it must never touch the sockets) runs
+  // here, on the issuing thread, when nothing is queued or running ahead of
+  // it: returns true with *work set, complete or failed. Returns false,
+  // having issued nothing, when it must be submitted instead.
+  bool try_inline(const OpDescriptor& desc, std::chrono::milliseconds timeout, InlineBody body, Work* work);
   Work submit_p2p(bool is_send, int peer, uint32_t tag, void* data, size_t nbytes,
                   std::chrono::milliseconds timeout);
   void abort(const std::string& reason);
@@ -144,8 +160,10 @@ class Engine {
 
   void main_loop();
   void run_collective(CollectiveOp& op);
-  // Runs op on the calling thread; failures are handed to the engine thread.
-  void run_inline(CollectiveOp& op);
+  // Runs body on the calling thread; a failure is handed to the engine
+  // thread (which tells the peers) and returned.
+  std::exception_ptr run_inline(uint64_t sequence, const OpDescriptor& desc, std::chrono::milliseconds timeout,
+                                InlineBody body);
   void at_boundary(OpContext& ctx, uint64_t boundary);
   // Rank 0: the most urgent queued operation, more urgent than `than`, that
   // every rank has announced; 0 if none.

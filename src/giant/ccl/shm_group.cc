@@ -183,9 +183,14 @@ std::atomic<uint32_t>& ShmGroup::sleepers(int local, Counter counter) const {
 }
 
 uint64_t ShmGroup::fingerprint(uint64_t sequence, const OpDescriptor& desc) {
-  uint64_t h = sequence * 0x9E3779B97F4A7C15ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(&desc);
-  for (size_t i = 0; i < sizeof desc; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  // Field by field (no padding bytes), a multiply per word: it is on the
+  // path of every small operation.
+  const uint64_t words[] = {sequence,
+                            static_cast<uint64_t>(desc.kind) | uint64_t{desc.dtype} << 8 | uint64_t{desc.op} << 16 |
+                                uint64_t{desc.algorithm} << 24 | uint64_t{static_cast<uint32_t>(desc.root)} << 32,
+                            desc.count, desc.aux};
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (uint64_t w : words) h = (h ^ w) * 0xBF58476D1CE4E5B9ull ^ (h >> 29);
   return h | 1;  // never 0, the value of a fresh segment
 }
 
