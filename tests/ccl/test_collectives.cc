@@ -65,7 +65,8 @@ TEST(CollectivesThreads, SmallSegmentsAndOtherSocketCounts) {
     size_t segment_bytes;
     int sockets_per_peer;
   };
-  for (Tuning tuning : {Tuning{4096, 1}, Tuning{16384, 3}}) {
+  // 0: the alpha-beta model chooses the segment per call.
+  for (Tuning tuning : {Tuning{4096, 1}, Tuning{16384, 3}, Tuning{0, 2}}) {
     CommConfig config = test_config();
     config.segment_bytes = tuning.segment_bytes;
     config.sockets_per_peer = tuning.sockets_per_peer;
@@ -91,6 +92,37 @@ TEST(CollectivesThreads, SmallSegmentsAndOtherSocketCounts) {
 // A rank whose part of an operation is done (a gather's non-root, once its
 // data is sent) may destroy its communicator at once: peers that are still
 // receiving what it sent must not fail.
+// OpOptions::segment_bytes overrides the communicator's segment for one call
+// (here many segments per block where the communicator would use one).
+TEST(CollectivesThreads, SegmentChosenPerCall) {
+  CommConfig config = test_config();
+  config.transport = "tcp";
+  config.segment_bytes = 1 << 20;
+  for (int n = 2; n <= 3; ++n) {
+    run_comm_threads(n, [&](Communicator& comm) {
+      Findings findings;
+      for (size_t segment : {size_t{4096}, size_t{0}}) {
+        const size_t count = 65537;
+        const uint32_t salt = static_cast<uint32_t>(segment);
+        Buffer input(DType::f32, count), output(DType::f32, count);
+        input.fill([&](size_t i) { return reduction_input(DType::f32, ReduceOp::sum, comm.rank(), i, salt); });
+        AllreduceOptions o;
+        o.input = input.data();
+        o.output = output.data();
+        o.count = count;
+        o.algorithm = Algorithm::ring;
+        o.segment_bytes = segment;
+        const std::string name = "allreduce with segment_bytes=" + std::to_string(segment);
+        if (!run_op(name, findings, [&] { return allreduce(comm, o); })) continue;
+        compare(output, 0, count,
+                [&](size_t i) { return reduction_expected(DType::f32, ReduceOp::sum, comm.size(), i, salt); }, false,
+                name, findings);
+      }
+      EXPECT_TRUE(findings.empty()) << "n=" << n << " rank " << comm.rank() << ":\n" << findings.text();
+    }, config);
+  }
+}
+
 TEST(Teardown, DestroyingRightAfterTheLastOperationDoesNotBreakPeers) {
   for (int n : {2, 3, 4, 5}) {
     auto store = std::make_shared<MemoryStore>();

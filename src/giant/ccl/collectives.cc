@@ -100,6 +100,7 @@ Work submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& optio
   op->desc = desc;
   op->timeout = options.timeout;
   op->priority = options.priority;
+  op->segment_bytes = options.segment_bytes;
   op->body = std::move(body);
   return comm.engine().submit(std::move(op));
 }

@@ -39,6 +39,9 @@ WireDType parse_wire_dtype(const std::string& name);  // throws giant::Error
 struct OpOptions {
   int priority = 0;  // larger is more urgent
   std::chrono::milliseconds timeout{0};  // 0: the communicator's timeout
+  // Pipeline segment of ring and chain algorithms; 0: ccl.segment_bytes, or
+  // the model's choice for this call. Every rank must pass the same.
+  size_t segment_bytes = 0;
 };
 
 struct AllreduceOptions : OpOptions {

@@ -25,7 +25,7 @@ void CommConfig::define_tunables(Tunables& t) {
                    "bound on rendezvous and connecting to every peer");
   t.define_int("ccl.tcp.sockets_per_peer", d.sockets_per_peer, "TCP data sockets per peer pair");
   t.define_bytes("ccl.segment_bytes", static_cast<int64_t>(d.segment_bytes),
-                 "pipeline segment of ring algorithms");
+                 "pipeline segment of ring and chain algorithms (0: chosen per call by the alpha-beta model)");
   t.define_bytes("ccl.allreduce.halving_doubling_max_bytes", static_cast<int64_t>(d.halving_doubling_max_bytes),
                  "automatic allreduce uses halving-doubling up to this size, ring above");
   t.define_bytes("ccl.engine.chunk_bytes", static_cast<int64_t>(d.engine_chunk_bytes),
@@ -63,7 +63,9 @@ CommConfig CommConfig::from_tunables(const Tunables& t) {
     throw ConfigError("ccl.tcp.sockets_per_peer", "must be between 1 and 64, got " +
                                                       std::to_string(c.sockets_per_peer));
   }
-  if (c.segment_bytes < 4096) throw ConfigError("ccl.segment_bytes", "must be at least 4 KiB");
+  if (c.segment_bytes != 0 && c.segment_bytes < 4096) {
+    throw ConfigError("ccl.segment_bytes", "must be 0 (automatic) or at least 4 KiB");
+  }
   if (c.timeout.count() <= 0) throw ConfigError("ccl.timeout", "must be positive");
   if (c.transport != "auto" && c.transport != "tcp") {
     throw ConfigError("ccl.transport", "must be auto or tcp, got '" + c.transport + "'");

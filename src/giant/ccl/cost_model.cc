@@ -28,6 +28,16 @@ double shm_allreduce_seconds(int n, double bytes, double chunk_bytes, const Link
 
 }  // namespace
 
+size_t pipeline_segment_bytes(const CommConfig& config, size_t block_bytes, int hops) {
+  constexpr size_t kMin = 64 << 10, kMax = 4 << 20, kAlign = 4 << 10;
+  const double alpha = config.tcp_alpha_us * 1e-6, beta = config.tcp_gbps * 1e9;
+  const double block = static_cast<double>(block_bytes);
+  const double k = std::sqrt(std::max(1, hops - 1) * block / (alpha * beta));
+  size_t segment = k > 1 ? static_cast<size_t>(block / k) : block_bytes;
+  segment = std::clamp(segment, kMin, kMax);
+  return (segment + kAlign - 1) / kAlign * kAlign;
+}
+
 std::vector<std::vector<int>> ranks_by_host(const Communicator& comm) {
   const HostTopology& t = comm.topology();
   std::vector<std::vector<int>> hosts(t.num_hosts());

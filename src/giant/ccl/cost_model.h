@@ -20,6 +20,12 @@ struct AlgorithmCost {
 // The algorithms that can run an allreduce of nbytes on comm, cheapest first.
 std::vector<AlgorithmCost> allreduce_costs(const Communicator& comm, size_t nbytes);
 
+// The pipeline segment for moving blocks of block_bytes through `hops`
+// successive TCP steps (a ring or chain): with k segments a block takes about
+// (hops - 1 + k) (alpha + block / (k beta)), least at k = sqrt((hops - 1)
+// block / (alpha beta)). Kept within [64 KiB, 4 MiB] and a multiple of 4 KiB.
+size_t pipeline_segment_bytes(const CommConfig& config, size_t block_bytes, int hops);
+
 // The communicator's ranks host by host (hosts in order of first rank,
 // ranks in local rank order).
 std::vector<std::vector<int>> ranks_by_host(const Communicator& comm);

@@ -11,6 +11,7 @@
 
 #include "giant/base/error.h"
 #include "giant/base/logging.h"
+#include "giant/ccl/cost_model.h"
 #include "giant/base/units.h"
 
 namespace giant::ccl::detail {
@@ -145,6 +146,12 @@ void OpContext::wait_all() {
   for (auto& r : requests_) wait(&r);
 }
 
+size_t OpContext::segment_bytes(size_t block_bytes, int hops) const {
+  if (segment_bytes_ > 0) return segment_bytes_;
+  if (engine_.config_.segment_bytes > 0) return engine_.config_.segment_bytes;
+  return pipeline_segment_bytes(engine_.config_, block_bytes, hops);
+}
+
 char* OpContext::scratch(int slot, size_t bytes) {
   auto& buf = engine_.scratch_[slot];
   if (buf.size() < bytes) buf.resize(bytes);
@@ -152,6 +159,16 @@ char* OpContext::scratch(int slot, size_t bytes) {
 }
 
 // ------------------------------------------------------------------- Engine
+
+namespace {
+
+// Messages above this are striped over a peer pair's sockets: a quarter of
+// a fixed segment, 256 KiB when segments are chosen per call.
+size_t stripe_bytes(const CommConfig& config) {
+  return config.segment_bytes > 0 ? std::max<size_t>(config.segment_bytes / 4, 64 << 10) : 256 << 10;
+}
+
+}  // namespace
 
 Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links, std::unique_ptr<ShmGroup> shm)
     : rank_(rank), size_(size), config_(std::move(config)), departed_(size, false), pong_sequence_(size, 0),
@@ -163,7 +180,7 @@ Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> lin
     control_[p] = std::move(links[p].control);
     if (control_[p].valid()) net::set_nonblocking(control_[p].get(), true);
   }
-  transport_ = std::make_unique<TcpTransport>(rank, std::move(data), std::max<size_t>(config_.segment_bytes / 4, 64 << 10));
+  transport_ = std::make_unique<TcpTransport>(rank, std::move(data), stripe_bytes(config_));
   wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   GIANT_CHECK(wake_fd_.valid(), "eventfd failed: ", std::strerror(errno));
   thread_ = std::thread([this] { main_loop(); });
@@ -365,6 +382,7 @@ void Engine::run_collective(CollectiveOp& op) {
   try {
     transport_->begin_collective(op.sequence, op.desc);  // may find a mismatch already
     OpContext ctx(*this, op.sequence, op.desc, deadline);
+    ctx.segment_bytes_ = op.segment_bytes;
     op.body(ctx);
     ctx.wait_all();
   } catch (...) {

@@ -73,6 +73,9 @@ class OpContext {
   void wait_all();
   // A reusable buffer of the engine (slot 0..2), valid until the op ends.
   char* scratch(int slot, size_t bytes);
+  // The pipeline segment for blocks of block_bytes through `hops` steps of a
+  // ring or chain: the call's own, else ccl.segment_bytes, else the model's.
+  size_t segment_bytes(size_t block_bytes, int hops) const;
 
   // Between chunks of a large operation: where more urgent queued work may
   // run first. Every rank reaches the same boundaries and follows rank 0's
@@ -97,12 +100,14 @@ class OpContext {
   uint64_t step_base_ = 0;
   bool on_caller_thread_ = false;
   uint64_t boundaries_ = 0;
+  size_t segment_bytes_ = 0;  // the call's OpOptions::segment_bytes
 };
 
 struct CollectiveOp {
   OpDescriptor desc;
   std::chrono::milliseconds timeout{0};
   int priority = 0;  // larger is more urgent
+  size_t segment_bytes = 0;  // OpOptions::segment_bytes
   std::function<void(OpContext&)> body;
   std::shared_ptr<WorkState> work = std::make_shared<WorkState>();
   uint64_t sequence = 0;

@@ -1,4 +1,4 @@
-// Ring and chain algorithms, pipelined in segments of config().segment_bytes
+// Ring and chain algorithms, pipelined in segments (OpContext::segment_bytes)
 // so that a segment is reduced while the next ones are on the wire.
 #include <algorithm>
 #include <cstring>
@@ -191,7 +191,7 @@ void allreduce_ring(OpContext& ctx, const char* in, char* out, size_t count, DTy
   const size_t elem = dtype_size(dtype);
   const size_t wire_elem = wire == WireDType::none ? elem : wire_size(wire);
   BlockLayout layout = BlockLayout::balanced(count, n);
-  Segments seg(layout.max_count() * wire_elem, ctx.config().segment_bytes);
+  Segments seg(layout.max_count() * wire_elem, ctx.segment_bytes(layout.max_count() * wire_elem, 2 * (n - 1)));
   // Compressed: the reduce-scatter sends from the first half of this buffer,
   // the allgather receives into and forwards from the second, and each
   // received segment is decoded into the output.
@@ -232,7 +232,7 @@ void reduce_scatter_ring(OpContext& ctx, const char* in, char* out, size_t count
   const int n = ctx.size(), r = ctx.rank();
   const size_t elem = dtype_size(dtype);
   BlockLayout layout = BlockLayout::balanced(count * n, n);
-  Segments seg(count * elem, ctx.config().segment_bytes);
+  Segments seg(count * elem, ctx.segment_bytes(count * elem, n - 1));
   // Blocks other than ours pass through scratch; ours goes to the output
   // unless the output overlaps the input still being read.
   char* partials = ctx.scratch(1, count * elem * n);
@@ -251,7 +251,7 @@ void allgather_ring(OpContext& ctx, const char* in, char* out, const BlockLayout
   const int r = ctx.rank();
   char* mine = out + layout.offset[r] * elem;
   move_bytes(mine, in, layout.count[r] * elem);
-  Segments seg(layout.max_count() * elem, ctx.config().segment_bytes);
+  Segments seg(layout.max_count() * elem, ctx.segment_bytes(layout.max_count() * elem, ctx.size() - 1));
   RingAllgather gather(ctx, out, layout, elem, seg, 0);
   gather.post_receives();
   for (int k = 0; k < seg.per_block; ++k) gather.send_own_segment(k);
@@ -261,7 +261,7 @@ void allgather_ring(OpContext& ctx, const char* in, char* out, const BlockLayout
 void broadcast_chain(OpContext& ctx, const char* in, char* out, size_t nbytes, int root) {
   const int n = ctx.size(), r = ctx.rank();
   const int pos = mod(r - root, n), next = mod(r + 1, n), prev = mod(r - 1, n);
-  Segments seg(nbytes, ctx.config().segment_bytes);
+  Segments seg(nbytes, ctx.segment_bytes(nbytes, n - 1));
   if (pos == 0) {
     for (int k = 0; k < seg.per_block; ++k) ctx.send(next, k, in + seg.offset(nbytes, k), seg.count(nbytes, k));
     move_bytes(out, in, nbytes);
@@ -282,7 +282,7 @@ void reduce_chain(OpContext& ctx, const char* in, char* out, size_t count, DType
   const size_t elem = dtype_size(dtype), nbytes = count * elem;
   // The chain starts right after the root and ends at it.
   const int pos = mod(r - root - 1, n), next = mod(r + 1, n), prev = mod(r - 1, n);
-  Segments seg(nbytes, ctx.config().segment_bytes);
+  Segments seg(nbytes, ctx.segment_bytes(nbytes, n - 1));
   if (pos == 0) {
     for (int k = 0; k < seg.per_block; ++k) {
       ctx.send(next, k, in + seg.offset(count, k) * elem, seg.count(count, k) * elem);
