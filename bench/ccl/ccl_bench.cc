@@ -15,6 +15,7 @@
 // and gather: the output of size() blocks; alltoall: each rank's input),
 // rounded down to whole elements per rank (at least one).
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -426,6 +427,34 @@ std::pair<int64_t, int64_t> benchmark(Communicator& comm, const Options& o) {
   return {ctx.wrong, ctx.total_wrong};
 }
 
+// --bind: the CPU of each forked rank, or none. Printed.
+std::vector<int> rank_cpus(const Options& o) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> usable;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) usable.push_back(c);
+  }
+  const bool bind = !usable.empty() && (o.bind == "core" || (o.bind == "auto" && o.nproc <= static_cast<int>(usable.size())));
+  std::vector<int> cpus;
+  if (bind) {
+    for (int r = 0; r < o.nproc; ++r) cpus.push_back(usable[r % usable.size()]);
+  }
+  std::printf("# binding: %s", bind ? "core" : "none");
+  for (int r = 0; r < static_cast<int>(cpus.size()); ++r) std::printf("%s rank %d on cpu %d", r ? "," : ":", r, cpus[r]);
+  std::printf(" (--bind %s, %zu usable cpus)\n", o.bind.c_str(), usable.size());
+  std::fflush(stdout);
+  return cpus;
+}
+
+void pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) std::perror("giant bench ccl: sched_setaffinity");
+}
+
 // The body of one forked rank process.
 int run_rank(int rank, const Options& o, const ccl::CommConfig& config, const std::string& secret,
              int port_pipe_fd) {
@@ -537,7 +566,9 @@ int run(int argc, char** argv) {
   std::vector<std::array<int, 2>> pipes(o.nproc);
   for (auto& p : pipes)
     if (pipe(p.data()) != 0) throw std::runtime_error("pipe failed");
+  const std::vector<int> cpus = rank_cpus(o);
   auto pids = fork_ranks(o.nproc, [&](int rank) {
+    if (!cpus.empty()) pin_to_cpu(cpus[rank]);
     for (int r = 0; r < o.nproc; ++r) {
       close(pipes[r][1]);
       if (r != rank) close(pipes[r][0]);

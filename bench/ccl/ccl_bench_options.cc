@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "         [--dtype f32] [--op sum] [--root 0]\n"
     "         [--algorithm automatic|ring|halving_doubling|shm|hierarchical] [--wire none|bf16|fp16]\n"
     "         [--iters N] [--warmup 2] [--budget 0.2s] [--max-iters 100] [--repeat 1]\n"
-    "         [--sockets N] [--timeout 60s] [--run-timeout 1h] [--set ccl.NAME=VALUE ...] [--launched]\n"
+    "         [--sockets N] [--timeout 60s] [--run-timeout 1h] [--set ccl.NAME=VALUE ...]\n"
+    "         [--bind auto|core|none] [--launched]\n"
     "collectives: allreduce reduce_scatter allgather alltoall broadcast reduce gather scatter\n"
     "             sendrecv (a ring: rank r sends to r+1 and receives from r-1)\n"
     "--iters 0 (default) picks per size max(2, min(max-iters, budget / warmup time)).\n"
@@ -33,6 +34,9 @@ constexpr const char* kUsage =
     "--launched takes rank, world size, store and secret from a launcher (giant launch,\n"
     "torchrun, srun, mpirun; see ccl's bootstrap) instead of forking --nproc ranks, e.g.\n"
     "  giant launch --hosts netns:A:2,netns:B:2 --store-addr 10.0.0.1 -- giant bench ccl --launched ...\n"
+    "--bind core pins forked rank r to the r-th usable CPU, none leaves them to the\n"
+    "scheduler; auto (default) is core when every rank has a CPU of its own, as mpirun binds\n"
+    "2 ranks by default (with ranks sharing a core, a slow op is one that waits for a switch).\n"
     "Every row names the transport of each peer pair (transports=0-1:shm,0-2:tcp,...).\n";
 
 }  // namespace
@@ -115,6 +119,10 @@ Options parse_options(int argc, char** argv) {
       o.wire = ccl::parse_wire_dtype(flags.value());
     } else if (flag == "--launched") {
       o.launched = true;
+    } else if (flag == "--bind") {
+      o.bind = flags.value();
+      if (o.bind != "auto" && o.bind != "core" && o.bind != "none")
+        throw std::invalid_argument("--bind must be auto, core or none, got '" + o.bind + "'");
     } else if (flag == "--iters") {
       o.iters = parse_int(flags.value(), flag, 0);
     } else if (flag == "--warmup") {
@@ -142,6 +150,7 @@ Options parse_options(int argc, char** argv) {
     }
   }
   // Bad input gets a clear error before any process starts (DESIGN.md).
+  if (o.launched && o.bind == "core") throw std::invalid_argument("--bind core applies to forked ranks, not --launched");
   if (o.min_bytes < 1 || o.max_bytes < o.min_bytes)
     throw std::invalid_argument("need 1 <= --min-bytes <= --max-bytes");
   if (o.op == ccl::ReduceOp::avg && !ccl::is_floating(o.dtype))

@@ -37,6 +37,10 @@ struct Options {
   ccl::Algorithm algorithm = ccl::Algorithm::automatic;
   ccl::WireDType wire = ccl::WireDType::none;
   bool launched = false;  // ranks come from a launcher (giant launch, ...) instead of fork
+  // Forked ranks: "core" pins rank r to the r-th usable CPU (mod their
+  // count), "none" leaves placement to the scheduler, "auto" is core when
+  // every rank gets a CPU of its own (what mpirun does by default at 2 ranks).
+  std::string bind = "auto";
   int iters = 0;          // 0: time-budgeted per size
   int warmup = 2;
   double budget_seconds = 0.2;

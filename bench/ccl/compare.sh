@@ -17,9 +17,11 @@
 #              (torch_allreduce_bench.py under /usr/bin/python3), at --bytes
 #              (64MiB; --iters 20, --warmup 2). Ratio: Giant busbw / peer busbw;
 #              ratio_nN is against the best of Gloo and Open MPI.
-#   --latency  the same peers at 8, 64, 512 and 4096 bytes, time in us (--iters 200,
-#              --warmup 20). Ratio: peer time / Giant time; lat_ratio_nN_SB is against
-#              the fastest peer.
+#   --latency  the same peers at 8, 64, 512 and 4096 bytes, time in us (--iters 500,
+#              --warmup 500: at well under a microsecond per call, a shorter warmup
+#              leaves start-up transients in the first size). Ratio: peer time / Giant
+#              time; lat_ratio_nN_SB is against the fastest peer. Like mpirun, `giant
+#              bench ccl` binds each rank to a core when each can have its own (--bind).
 #   --hosts    two network namespaces joined by a veth pair, `tc tbf rate --rate` on
 #              each end, made here and removed on exit (root only). Per repetition:
 #              iperf3 --bidir (per-direction TCP goodput of the link), Giant with 2
@@ -73,7 +75,7 @@ done
 for p in $peers; do [[ $p == gloo || $p == mpi || $p == torch ]] || die_usage "unknown peer '$p' (gloo mpi torch)"; done
 case $mode in
   bandwidth) : "${bytes:=64MiB}" "${iters:=20}" "${warmup:=2}" ;;
-  latency) : "${iters:=200}" "${warmup:=20}" ;;
+  latency) : "${iters:=500}" "${warmup:=500}" ;;
   hosts) : "${bytes:=64MiB}" "${iters:=3}" "${warmup:=1}" ;;
 esac
 

@@ -255,7 +255,8 @@ bool Engine::try_inline(const OpDescriptor& desc, std::chrono::milliseconds time
   {
     std::lock_guard<std::mutex> lock(mutex_);
     inline_running_ = false;
-    inline_done_.push_back(sequence);
+    if (!inline_done_.empty() && inline_done_.back().second + 1 == sequence) inline_done_.back().second = sequence;
+    else inline_done_.emplace_back(sequence, sequence);
     queued = !queue_.empty();
   }
   if (queued) wake();  // work issued meanwhile waited for this one
@@ -473,7 +474,7 @@ void Engine::announce_urgent() {
 
 void Engine::absorb_submissions() {
   std::vector<std::unique_ptr<P2POp>> fresh;
-  std::vector<uint64_t> ran_inline;
+  std::vector<std::pair<uint64_t, uint64_t>> ran_inline;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failure_ && !failure_told_) std::rethrow_exception(failure_);  // from an inline operation
@@ -486,7 +487,7 @@ void Engine::absorb_submissions() {
     }
     fresh.swap(p2p_submitted_);
   }
-  for (uint64_t sequence : ran_inline) transport_->end_collective(sequence);
+  for (auto [first, last] : ran_inline) transport_->end_unbegun(first, last);
   announce_urgent();
   for (auto& op : fresh) {
     op->deadline = Deadline::after(op->timeout);

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -228,7 +229,9 @@ class Engine {
   bool abort_requested_ = false;
   bool running_ = false;           // the engine thread runs a collective
   bool inline_running_ = false;    // an issuing thread runs one
-  std::vector<uint64_t> inline_done_;  // sequences that ran inline, for the transport's bookkeeping
+  // Sequences that ran inline, as ranges [first, last], for the transport's
+  // bookkeeping: a run of small operations costs the engine thread one step.
+  std::vector<std::pair<uint64_t, uint64_t>> inline_done_;
   bool failure_told_ = false;          // fail() has run: the peers know (failure_ may be set before, inline)
   bool stopping_ = false;
   std::exception_ptr failure_;

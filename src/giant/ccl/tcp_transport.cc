@@ -43,6 +43,15 @@ void TcpTransport::end_collective(uint64_t sequence) {
   while (ended_ahead_.erase(next_unended_) > 0) ++next_unended_;
 }
 
+void TcpTransport::end_unbegun(uint64_t first, uint64_t last) {
+  if (first != next_unended_) {
+    for (uint64_t s = first; s <= last; ++s) end_collective(s);
+    return;
+  }
+  next_unended_ = last + 1;
+  while (!ended_ahead_.empty() && ended_ahead_.erase(next_unended_) > 0) ++next_unended_;
+}
+
 void TcpTransport::begin_collective(uint64_t sequence, const OpDescriptor& desc) {
   active_[sequence] = desc;
   for (size_t p = 0; p < peers_.size(); ++p) {

@@ -50,6 +50,9 @@ class TcpTransport {
   // It is done (or ran without the transport): any later frame for it is an
   // error. Sequences are numbered from 1, each ended exactly once.
   void end_collective(uint64_t sequence);
+  // Sequences first..last ran without the transport (inline, in shared
+  // memory) and are ended: one step when they are the next to end.
+  void end_unbegun(uint64_t first, uint64_t last);
 
   // Appends this transport's descriptors to a poll set; handle() then takes
   // the same slice back. Throws CommError naming the peer on any fault.
