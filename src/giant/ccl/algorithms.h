@@ -82,6 +82,11 @@ void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout
                         ReduceOp op, bool finish_avg);
 void allgather_shm(OpContext& ctx, const char* in, char* out, const SpanLayout& layout, size_t elem);
 void broadcast_shm(OpContext& ctx, const char* in, char* out, size_t nbytes, int root);
+// Blocks of `block` bytes: alltoall sends in's block q to local rank q;
+// gather collects every input at the root; scatter hands out the root's.
+void alltoall_shm(OpContext& ctx, const char* in, char* out, size_t block);
+void gather_shm(OpContext& ctx, const char* in, char* out, size_t block, int root);
+void scatter_shm(OpContext& ctx, const char* in, char* out, size_t block, int root);
 void barrier_shm(OpContext& ctx);
 // Reduce-scatter inside each host over shm, allreduce of each block across
 // hosts over a ring of the ranks with the same local rank (cross_host_ring,

@@ -337,6 +337,11 @@ Work alltoall(Communicator& comm, const AlltoallOptions& o) {
     return Work();
   }
   auto desc = describe(OpKind::alltoall, o.dtype, o.count);
+  if (all_in_shared_memory(comm)) {
+    return submit(comm, desc, o, [o, block](OpContext& ctx) {
+      detail::alltoall_shm(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), block);
+    });
+  }
   std::vector<size_t> sizes(comm.size(), block);
   return submit(comm, desc, o, [o, sizes](OpContext& ctx) {
     detail::alltoallv_pairwise(ctx, static_cast<const char*>(o.input), sizes, static_cast<char*>(o.output), sizes);
@@ -402,9 +407,17 @@ Work reduce(Communicator& comm, const ReduceOptions& o) {
     return Work();
   }
   auto desc = describe(OpKind::reduce, o.dtype, o.count, o.root, static_cast<uint8_t>(o.op));
-  return submit(comm, desc, o, [o](OpContext& ctx) {
-    detail::reduce_chain(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count, o.dtype, o.op,
-                         o.root);
+  const bool shm = all_in_shared_memory(comm);
+  return submit(comm, desc, o, [o, shm](OpContext& ctx) {
+    auto in = static_cast<const char*>(o.input);
+    if (shm) {
+      // In shared memory an allreduce costs about what a reduction to one
+      // rank would; the others keep their copy in scratch.
+      char* out = ctx.rank() == o.root ? static_cast<char*>(o.output) : ctx.scratch(1, o.count * dtype_size(o.dtype));
+      detail::allreduce_shm(ctx, in, out, o.count, o.dtype, o.op);
+    } else {
+      detail::reduce_chain(ctx, in, static_cast<char*>(o.output), o.count, o.dtype, o.op, o.root);
+    }
   });
 }
 
@@ -418,8 +431,12 @@ Work gather(Communicator& comm, const GatherOptions& o) {
     return Work();
   }
   auto desc = describe(OpKind::gather, o.dtype, o.count, o.root);
-  return submit(comm, desc, o, [o, nbytes](OpContext& ctx) {
-    detail::gather_direct(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), nbytes, o.root);
+  const bool shm = all_in_shared_memory(comm);
+  return submit(comm, desc, o, [o, nbytes, shm](OpContext& ctx) {
+    auto in = static_cast<const char*>(o.input);
+    auto out = static_cast<char*>(o.output);
+    if (shm) detail::gather_shm(ctx, in, out, nbytes, o.root);
+    else detail::gather_direct(ctx, in, out, nbytes, o.root);
   });
 }
 
@@ -433,8 +450,12 @@ Work scatter(Communicator& comm, const ScatterOptions& o) {
     return Work();
   }
   auto desc = describe(OpKind::scatter, o.dtype, o.count, o.root);
-  return submit(comm, desc, o, [o, nbytes](OpContext& ctx) {
-    detail::scatter_direct(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), nbytes, o.root);
+  const bool shm = all_in_shared_memory(comm);
+  return submit(comm, desc, o, [o, nbytes, shm](OpContext& ctx) {
+    auto in = static_cast<const char*>(o.input);
+    auto out = static_cast<char*>(o.output);
+    if (shm) detail::scatter_shm(ctx, in, out, nbytes, o.root);
+    else detail::scatter_direct(ctx, in, out, nbytes, o.root);
   });
 }
 

@@ -36,7 +36,11 @@ class ShmSteps {
   // Before filling this rank's slot for step s: step s-2 used it, and every
   // peer must be done reading it.
   void claim(uint32_t s) { g.wait_all(ShmGroup::consumed, s - 2, idle_); }
+  // The label of step s takes the place of step s-2's, which a peer may
+  // still be checking (one that posts nothing, e.g. a gather's root, leaves
+  // its peers free to run ahead): claim first, even with no slot to fill.
   void post(uint32_t s) {
+    claim(s);
     g.label(s, ctx_.sequence(), ctx_.desc(), fingerprint_);
     g.publish(ShmGroup::posted, s);
   }
@@ -316,6 +320,78 @@ void broadcast_shm(OpContext& ctx, const char* in, char* out, size_t nbytes, int
     } else {
       st.wait_posted_by(root, s);
       std::memcpy(out + base, st.slot(root, s), len);
+    }
+    st.release(s);
+  }
+}
+
+void alltoall_shm(OpContext& ctx, const char* in, char* out, size_t block) {
+  ShmSteps st(ctx);
+  // A chunk carries the same stretch of every destination's block.
+  const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / static_cast<size_t>(st.n));
+  const size_t chunks = chunks_of(block, piece);
+  if (chunks == 0) return;
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * piece, len = std::min(piece, block - base);
+    st.claim(s);
+    for (int b = 0; b < st.n; ++b) {
+      if (b != st.me) std::memcpy(st.slot(st.me, s) + b * piece, in + b * block + base, len);
+    }
+    st.post(s);
+    move_bytes(out + st.me * block + base, in + st.me * block + base, len);
+    st.wait_posted(s);
+    for (int q = 0; q < st.n; ++q) {
+      if (q != st.me) std::memcpy(out + q * block + base, st.slot(q, s) + st.me * piece, len);
+    }
+    st.release(s);
+  }
+}
+
+void gather_shm(OpContext& ctx, const char* in, char* out, size_t block, int root) {
+  ShmSteps st(ctx);
+  const size_t piece = st.g.slot_bytes();
+  const size_t chunks = chunks_of(block, piece);
+  if (chunks == 0) return;
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * piece, len = std::min(piece, block - base);
+    if (st.me == root) {
+      move_bytes(out + root * block + base, in + base, len);
+      st.wait_posted(s);
+      for (int q = 0; q < st.n; ++q) {
+        if (q != root) std::memcpy(out + q * block + base, st.slot(q, s), len);
+      }
+    } else {
+      st.claim(s);  // the root is done with step s-2 in this slot
+      std::memcpy(st.slot(st.me, s), in + base, len);
+      st.post(s);
+    }
+    st.release(s);
+  }
+}
+
+void scatter_shm(OpContext& ctx, const char* in, char* out, size_t block, int root) {
+  ShmSteps st(ctx);
+  const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / static_cast<size_t>(st.n));
+  const size_t chunks = chunks_of(block, piece);
+  if (chunks == 0) return;
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint32_t s = first + static_cast<uint32_t>(c);
+    const size_t base = c * piece, len = std::min(piece, block - base);
+    if (st.me == root) {
+      st.claim(s);
+      for (int b = 0; b < st.n; ++b) {
+        if (b != root) std::memcpy(st.slot(root, s) + b * piece, in + b * block + base, len);
+      }
+      st.post(s);
+      move_bytes(out + base, in + root * block + base, len);
+    } else {
+      st.wait_posted_by(root, s);
+      std::memcpy(out + base, st.slot(root, s) + st.me * piece, len);
     }
     st.release(s);
   }
