@@ -80,6 +80,16 @@ class ShmSteps {
 
 size_t chunks_of(size_t count, size_t per_chunk) { return count == 0 ? 0 : (count + per_chunk - 1) / per_chunk; }
 
+// Calls step(s, base, len) for each piece [base, base + len) of [0, total)
+// (bytes or elements), on consecutive steps taken from the group.
+template <class Step>
+void for_each_piece(ShmSteps& st, size_t total, size_t piece, Step step) {
+  const size_t chunks = chunks_of(total, piece);
+  if (chunks == 0) return;
+  const uint32_t first = st.take(chunks);
+  for (size_t c = 0; c < chunks; ++c) step(first + static_cast<uint32_t>(c), c * piece, std::min(piece, total - c * piece));
+}
+
 // The sources of a fold, on the stack for any host with up to kMaxLocal ranks.
 class Sources {
  public:
@@ -252,13 +262,8 @@ void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout
   const size_t elem = dtype_size(dtype);
   // A chunk carries the same stretch of every block.
   const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / elem / static_cast<size_t>(st.n));
-  const size_t chunks = chunks_of(layout.max_count(), piece);
-  if (chunks == 0) return;
-  const uint32_t first = st.take(chunks);
   const size_t mine = layout.count(st.me);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * piece;
+  for_each_piece(st, layout.max_count(), piece, [&](uint32_t s, size_t base, size_t) {
     st.claim(s);
     for (int b = 0; b < st.n; ++b) {
       char* dst = st.slot(st.me, s) + b * piece * elem;
@@ -276,19 +281,14 @@ void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout
       if (finish_avg && op == ReduceOp::avg) finish_average(out + base * elem, cnt, dtype, st.n);
     }
     st.release(s);
-  }
+  });
 }
 
 void allgather_shm(OpContext& ctx, const char* in, char* out, const SpanLayout& layout, size_t elem) {
   ShmSteps st(ctx);
   const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / elem);
-  const size_t chunks = chunks_of(layout.max_count(), piece);
-  if (chunks == 0) return;
-  const uint32_t first = st.take(chunks);
   const size_t mine = layout.count(st.me);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * piece;
+  for_each_piece(st, layout.max_count(), piece, [&](uint32_t s, size_t base, size_t) {
     st.claim(s);
     if (base < mine) std::memcpy(st.slot(st.me, s), in + base * elem, std::min(piece, mine - base) * elem);
     st.post(s);
@@ -300,18 +300,12 @@ void allgather_shm(OpContext& ctx, const char* in, char* out, const SpanLayout& 
       });
     }
     st.release(s);
-  }
+  });
 }
 
 void broadcast_shm(OpContext& ctx, const char* in, char* out, size_t nbytes, int root) {
   ShmSteps st(ctx);
-  const size_t piece = st.g.slot_bytes();
-  const size_t chunks = chunks_of(nbytes, piece);
-  if (chunks == 0) return;
-  const uint32_t first = st.take(chunks);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * piece, len = std::min(piece, nbytes - base);
+  for_each_piece(st, nbytes, st.g.slot_bytes(), [&](uint32_t s, size_t base, size_t len) {
     if (st.me == root) {
       st.claim(s);
       std::memcpy(st.slot(st.me, s), in + base, len);
@@ -322,19 +316,14 @@ void broadcast_shm(OpContext& ctx, const char* in, char* out, size_t nbytes, int
       std::memcpy(out + base, st.slot(root, s), len);
     }
     st.release(s);
-  }
+  });
 }
 
 void alltoall_shm(OpContext& ctx, const char* in, char* out, size_t block) {
   ShmSteps st(ctx);
   // A chunk carries the same stretch of every destination's block.
   const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / static_cast<size_t>(st.n));
-  const size_t chunks = chunks_of(block, piece);
-  if (chunks == 0) return;
-  const uint32_t first = st.take(chunks);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * piece, len = std::min(piece, block - base);
+  for_each_piece(st, block, piece, [&](uint32_t s, size_t base, size_t len) {
     st.claim(s);
     for (int b = 0; b < st.n; ++b) {
       if (b != st.me) std::memcpy(st.slot(st.me, s) + b * piece, in + b * block + base, len);
@@ -346,18 +335,12 @@ void alltoall_shm(OpContext& ctx, const char* in, char* out, size_t block) {
       if (q != st.me) std::memcpy(out + q * block + base, st.slot(q, s) + st.me * piece, len);
     }
     st.release(s);
-  }
+  });
 }
 
 void gather_shm(OpContext& ctx, const char* in, char* out, size_t block, int root) {
   ShmSteps st(ctx);
-  const size_t piece = st.g.slot_bytes();
-  const size_t chunks = chunks_of(block, piece);
-  if (chunks == 0) return;
-  const uint32_t first = st.take(chunks);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * piece, len = std::min(piece, block - base);
+  for_each_piece(st, block, st.g.slot_bytes(), [&](uint32_t s, size_t base, size_t len) {
     if (st.me == root) {
       move_bytes(out + root * block + base, in + base, len);
       st.wait_posted(s);
@@ -370,18 +353,13 @@ void gather_shm(OpContext& ctx, const char* in, char* out, size_t block, int roo
       st.post(s);
     }
     st.release(s);
-  }
+  });
 }
 
 void scatter_shm(OpContext& ctx, const char* in, char* out, size_t block, int root) {
   ShmSteps st(ctx);
   const size_t piece = std::max<size_t>(1, st.g.slot_bytes() / static_cast<size_t>(st.n));
-  const size_t chunks = chunks_of(block, piece);
-  if (chunks == 0) return;
-  const uint32_t first = st.take(chunks);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * piece, len = std::min(piece, block - base);
+  for_each_piece(st, block, piece, [&](uint32_t s, size_t base, size_t len) {
     if (st.me == root) {
       st.claim(s);
       for (int b = 0; b < st.n; ++b) {
@@ -394,7 +372,7 @@ void scatter_shm(OpContext& ctx, const char* in, char* out, size_t block, int ro
       std::memcpy(out + base, st.slot(root, s) + st.me * piece, len);
     }
     st.release(s);
-  }
+  });
 }
 
 void barrier_shm(OpContext& ctx) {
