@@ -50,19 +50,15 @@ struct CopyToRegion : torch::autograd::Function<CopyToRegion> {
     return x.view_as(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    at::Tensor g = grads[0].contiguous().clone();
     ClockScope timed(saved_clock(ctx));
-    allreduce_(g, saved_comm(ctx));
-    return {g, at::Tensor(), at::Tensor()};
+    return {allreduce(grads[0], saved_comm(ctx)), at::Tensor(), at::Tensor()};
   }
 };
 
 struct ReduceFromRegion : torch::autograd::Function<ReduceFromRegion> {
   static at::Tensor forward(AutogradContext*, const at::Tensor& x, ccl::Communicator* comm, double* clock) {
-    at::Tensor out = x.contiguous().clone();
     ClockScope timed(clock);
-    allreduce_(out, *comm);
-    return out;
+    return allreduce(x, *comm);
   }
   static variable_list backward(AutogradContext*, variable_list grads) {
     return {grads[0], at::Tensor(), at::Tensor()};
@@ -131,6 +127,19 @@ void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp
   at::Tensor host = host_view(tensor);
   allreduce_async(host, comm, op).wait();
   if (!host.is_same(tensor)) tensor.copy_(host);
+}
+
+at::Tensor allreduce(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
+  at::Tensor host = host_view(tensor);
+  at::Tensor out = at::empty_like(host, at::MemoryFormat::Contiguous);
+  ccl::AllreduceOptions options;
+  options.input = host.data_ptr();
+  options.output = out.data_ptr();
+  options.count = static_cast<size_t>(host.numel());
+  options.dtype = ccl_dtype(host.scalar_type());
+  options.op = op;
+  ccl::allreduce(comm, options).wait();
+  return out.to(tensor.device());
 }
 
 at::Tensor allgather(const at::Tensor& tensor, ccl::Communicator& comm, int64_t dim) {

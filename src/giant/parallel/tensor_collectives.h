@@ -19,6 +19,9 @@ ccl::DType ccl_dtype(at::ScalarType type);  // Error for types ccl lacks
 
 // Blocking, in place, no autograd.
 void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op = ccl::ReduceOp::sum);
+// Blocking, no autograd: the reduction in a new contiguous tensor (the input
+// is left as it is, so no copy is needed to keep it).
+at::Tensor allreduce(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op = ccl::ReduceOp::sum);
 // Blocking, no autograd: the ranks' tensors concatenated along `dim`.
 at::Tensor allgather(const at::Tensor& tensor, ccl::Communicator& comm, int64_t dim);
 // Asynchronous in-place allreduce of contiguous host memory; the tensor must
