@@ -16,8 +16,9 @@
 #            [--configs "single dp2 two_independent pytorch_ddp tp2"]
 # Lines: `bench=train_parallel config=C rep=R tokens_per_s=.. step_s=.. comm_wait_s=..`
 # per run, `bench=train_parallel config=C median ...` per configuration, and last
-# `summary dp2_step_over_two_independent=.. dp2_tokens_over_pytorch_ddp=..
-# tp2_tokens_over_single=..` (NA where a configuration was not run).
+# `summary dp2_step_over_two_independent=.. dp2_step_over_two_independent_paired=..
+# dp2_tokens_over_pytorch_ddp=.. tp2_tokens_over_single=..` (NA where a configuration
+# was not run); _paired is the median over repetitions of the ratio within each one.
 # comm_wait_s is the time a rank waits on communication (giant: the summary's
 # comm_wait_s_median, NA when absent; pytorch_ddp: its rank 0's exposed
 # gradient-reduction wait; 0 for the configurations without communication).
@@ -143,7 +144,8 @@ for c in "${config_list[@]}"; do
 done
 echo "# reps=$reps steps=$steps configs=\"${config_list[*]}\" (order rotates each repetition)"
 
-declare -A all_tokens all_step all_comm
+declare -A all_tokens all_step all_comm rep_step
+paired_ratios=""
 n=${#config_list[@]}
 for ((rep = 0; rep < reps; ++rep)); do
   for ((k = 0; k < n; ++k)); do
@@ -151,7 +153,12 @@ for ((rep = 0; rep < reps; ++rep)); do
     "run_$c"
     echo "bench=train_parallel config=$c rep=$rep tokens_per_s=$tokens_per_s step_s=$step_s comm_wait_s=$comm_wait_s"
     all_tokens[$c]+="$tokens_per_s " all_step[$c]+="$step_s " all_comm[$c]+="$comm_wait_s "
+    rep_step[$c]=$step_s
   done
+  # The same ratio within each repetition: drift between repetitions cancels.
+  if [[ -n ${rep_step[dp2]:-} && -n ${rep_step[two_independent]:-} ]]; then
+    paired_ratios+="$(ratio "${rep_step[dp2]}" "${rep_step[two_independent]}") "
+  fi
 done
 
 declare -A med_tokens med_step med_comm
@@ -166,7 +173,11 @@ done
 for c in "${config_list[@]}"; do
   echo "bench=train_parallel config=$c median reps=$reps steps=$steps tokens_per_s=${med_tokens[$c]} step_s=${med_step[$c]} comm_wait_s=${med_comm[$c]}"
 done
+paired=NA
+[[ -z $paired_ratios ]] || paired=$(tr ' ' '\n' <<< "$paired_ratios" | grep . | median)
+echo "# dp2 step / two_independent step within each repetition: ${paired_ratios:-NA}"
 echo "summary dp2_step_over_two_independent=$(ratio "${med_step[dp2]}" "${med_step[two_independent]}")" \
+     "dp2_step_over_two_independent_paired=$paired" \
      "dp2_tokens_over_pytorch_ddp=$(ratio "${med_tokens[dp2]}" "${med_tokens[pytorch_ddp]}")" \
      "tp2_tokens_over_single=$(ratio "${med_tokens[tp2]}" "${med_tokens[single]}")" \
      "reps=$reps steps=$steps"

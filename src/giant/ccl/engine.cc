@@ -181,6 +181,7 @@ Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> lin
     if (control_[p].valid()) net::set_nonblocking(control_[p].get(), true);
   }
   transport_ = std::make_unique<TcpTransport>(rank, std::move(data), stripe_bytes(config_));
+  if (shm_ && shm_->local_size() > 1) mailbox_ = std::make_unique<ShmMailbox>(*shm_);
   wake_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   GIANT_CHECK(wake_fd_.valid(), "eventfd failed: ", std::strerror(errno));
   thread_ = std::thread([this] { main_loop(); });
@@ -493,10 +494,27 @@ void Engine::absorb_submissions() {
     op->deadline = Deadline::after(op->timeout);
     P2POp* raw = op.get();
     p2p_in_flight_.push_back(std::move(op));
-    if (raw->request.kind == Request::Kind::send) transport_->post_send(&raw->request);
-    else transport_->post_recv(&raw->request);
+    const bool is_send = raw->request.kind == Request::Kind::send;
+    if (mailbox_ && mailbox_->reaches(raw->request.peer)) {
+      if (is_send) mailbox_->post_send(&raw->request);
+      else mailbox_->post_recv(&raw->request);
+    } else if (is_send) {
+      transport_->post_send(&raw->request);
+    } else {
+      transport_->post_recv(&raw->request);
+    }
   }
+  pump_mailbox();
   finish_p2p();
+}
+
+void Engine::pump_mailbox() {
+  if (!mailbox_) return;
+  mailbox_wake_.clear();
+  mailbox_->progress(&mailbox_wake_);
+  for (int peer : mailbox_wake_) {
+    if (!departed_[peer]) send_control(peer, ControlType::doorbell, 0, -1, FailureKind::comm, "");
+  }
 }
 
 void Engine::finish_p2p() {
@@ -524,6 +542,9 @@ void Engine::progress_once(const Deadline& until) {
 
   Deadline wake_by = until;
   for (const auto& op : p2p_in_flight_) wake_by = wake_by.earlier(op->deadline);
+  // A doorbell rung while this rank was busy elsewhere is not lost (the
+  // control socket keeps it), but look at the rings now and then anyway.
+  if (mailbox_ && mailbox_->busy()) wake_by = wake_by.earlier(Deadline::after(std::chrono::milliseconds(10)));
   int rc = ::poll(poll_fds_.data(), poll_fds_.size(), wake_by.remaining_ms(kIdlePollMs));
   if (rc < 0 && errno != EINTR) throw CommError(rank_, std::string("poll failed: ") + std::strerror(errno));
   if (rc > 0) {
@@ -595,6 +616,8 @@ void Engine::handle_control(int peer) {
     case ControlType::goodbye:
       departed_[peer] = true;
       transport_->mark_departed(peer);
+      break;
+    case ControlType::doorbell:  // the mailbox has news; progress_once pumps it next
       break;
     case ControlType::announce:
       announced_[peer].insert(h.sequence);
@@ -708,6 +731,7 @@ void Engine::fail(std::exception_ptr error) {
     submitted.swap(p2p_submitted_);
   }
   transport_->drop_all();
+  if (mailbox_) mailbox_->drop_all();
   int culprit = -1;
   FailureKind kind = FailureKind::comm;
   std::string reason = "unknown error";

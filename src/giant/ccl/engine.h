@@ -22,6 +22,7 @@
 #include "giant/base/timer.h"
 #include "giant/ccl/config.h"
 #include "giant/ccl/shm_group.h"
+#include "giant/ccl/shm_mailbox.h"
 #include "giant/ccl/tcp_transport.h"
 #include "giant/ccl/work.h"
 #include "giant/ccl/work_state.h"
@@ -189,6 +190,9 @@ class Engine {
   // The report explain_fault() finds, else `fault` itself.
   std::exception_ptr explained(std::exception_ptr fault);
   void finish_p2p();
+  // Moves point-to-point bytes through shared memory and rings the peers
+  // that have something new to look at.
+  void pump_mailbox();
   [[noreturn]] void raise_timeout(const std::string& what, std::vector<int> waited_on);
   std::vector<int> unresponsive_peers(std::chrono::milliseconds window);
   void send_control(int peer, ControlType type, uint64_t sequence, int culprit, FailureKind failure,
@@ -209,6 +213,8 @@ class Engine {
   bool probing_ = false;
   std::unique_ptr<TcpTransport> transport_;
   std::unique_ptr<ShmGroup> shm_;
+  std::unique_ptr<ShmMailbox> mailbox_;  // point-to-point within the host; after shm_, which it uses
+  std::vector<int> mailbox_wake_;
   net::Fd wake_fd_;
   std::vector<pollfd> poll_fds_;
   std::vector<char> scratch_[3];

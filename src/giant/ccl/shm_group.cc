@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -20,6 +21,7 @@
 #include "giant/base/error.h"
 #include "giant/base/logging.h"
 #include "giant/ccl/communicator.h"
+#include "giant/ccl/shm_mailbox.h"
 
 namespace giant::ccl::detail {
 namespace {
@@ -92,7 +94,11 @@ std::unique_ptr<ShmGroup> ShmGroup::create(Store& store, const HostTopology& top
   std::unique_ptr<ShmGroup> group(new ShmGroup());
   group->local_rank_ = topology.local_rank;
   group->slot_bytes_ = round_up(config.shm_chunk_bytes, kLine);
-  group->segment_bytes_ = sizeof(Segment) + 2 * group->slot_bytes_;
+  // A point-to-point ring holds two slots' worth, so a sender can write a
+  // piece while the receiver drains the one before.
+  group->ring_bytes_ = 2 * group->slot_bytes_;
+  group->segment_bytes_ = sizeof(Segment) + 2 * group->slot_bytes_ +
+                          ShmMailbox::area_bytes(std::max(topology.local_size, 1), group->ring_bytes_);
   std::string failure;
   if (topology.local_size > 1) {
     // Published even on failure ("-1 -1"), so that no peer waits for it in vain.
@@ -173,6 +179,8 @@ ShmGroup::~ShmGroup() {
 char* ShmGroup::slot(int local, uint32_t which) const {
   return peers_[local].segment->data() + (which & 1) * slot_bytes_;
 }
+
+char* ShmGroup::mailbox_area(int local) const { return peers_[local].segment->data() + 2 * slot_bytes_; }
 
 std::atomic<uint32_t>& ShmGroup::word(int local, Counter counter) const {
   return peers_[local].segment->counters[counter].value;

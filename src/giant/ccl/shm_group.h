@@ -6,7 +6,8 @@
 // however it dies. The shm algorithms (shm_algorithms.cc) move data in
 // numbered steps: a rank fills its slot for step s, publishes `posted = s`,
 // and peers read (and reduce) the slot in place; slots alternate by step, so
-// step s+1 overlaps the readers of step s. A waiter spins briefly, then
+// step s+1 overlaps the readers of step s. Point-to-point messages have
+// rings of their own after the slots (shm_mailbox.h). A waiter spins briefly, then
 // sleeps on a futex in the counter, so waiting never burns a core the ranks
 // need for compute.
 #pragma once
@@ -112,6 +113,11 @@ class ShmGroup {
 
   const std::shared_ptr<BufferRegistry>& buffers() const { return buffers_; }
 
+  // Local rank `local`'s area for point-to-point rings (ShmMailbox lays it
+  // out), after its data slots; each ring holds ring_bytes().
+  char* mailbox_area(int local) const;
+  size_t ring_bytes() const { return ring_bytes_; }
+
  private:
   struct Segment;
   struct Peer {
@@ -125,6 +131,7 @@ class ShmGroup {
 
   int local_rank_ = 0;
   size_t slot_bytes_ = 0;
+  size_t ring_bytes_ = 0;
   size_t segment_bytes_ = 0;
   int own_fd_ = -1;
   std::vector<Peer> peers_;  // in local rank order, this rank included

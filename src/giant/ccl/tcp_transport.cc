@@ -40,7 +40,7 @@ void TcpTransport::mark_departed(int peer) { peers_[peer].departed = true; }
 void TcpTransport::end_collective(uint64_t sequence) {
   active_.erase(sequence);
   ended_ahead_.insert(sequence);
-  while (ended_ahead_.erase(next_unended_) > 0) ++next_unended_;
+  advance_unended();
 }
 
 void TcpTransport::end_unbegun(uint64_t first, uint64_t last) {
@@ -49,6 +49,10 @@ void TcpTransport::end_unbegun(uint64_t first, uint64_t last) {
     return;
   }
   next_unended_ = last + 1;
+  advance_unended();
+}
+
+void TcpTransport::advance_unended() {
   while (!ended_ahead_.empty() && ended_ahead_.erase(next_unended_) > 0) ++next_unended_;
 }
 

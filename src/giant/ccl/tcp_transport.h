@@ -111,6 +111,8 @@ class TcpTransport {
   void check_descriptor(int peer, const MessageKey& key, const OpDescriptor& got,
                         const OpDescriptor& expected) const;
   void close_socket(Socket& s);
+  // Moves next_unended_ past the sequences that ended ahead of it.
+  void advance_unended();
   [[noreturn]] void peer_closed(Socket& s, const std::string& why);
 
   int rank_;

@@ -74,7 +74,10 @@ static_assert(sizeof(FrameHeader) == 72, "frame header layout");
 // announce: a rank has issued operation `sequence`, which may overtake the
 // work ahead of it (sent to rank 0). schedule: rank 0's decision at a chunk
 // boundary of operation `sequence`, a ScheduleBody following the header.
-enum class ControlType : uint32_t { ping = 1, pong = 2, goodbye = 3, abort = 4, announce = 5, schedule = 6 };
+// doorbell: the sender's shared-memory mailbox has news for the receiver.
+enum class ControlType : uint32_t {
+  ping = 1, pong = 2, goodbye = 3, abort = 4, announce = 5, schedule = 6, doorbell = 7
+};
 
 struct ScheduleBody {
   uint64_t boundary = 0;  // which boundary of the running operation

@@ -123,7 +123,8 @@ NamespaceHosts::NamespaceHosts(NamespaceHostsOptions options) : options_(std::mo
     for (int h = 0; h < hosts; ++h) {
       add("ip -n " + names_[h] + " addr add " + addresses_[h] + "/24 dev veth0");
       add("ip -n " + names_[h] + " link set veth0 up");
-      if (!host_tbf(h).empty()) add("tc -n " + names_[h] + " qdisc add dev veth0" + host_tbf(h));
+      const std::string cap = host_tbf(h);
+      if (!cap.empty()) add("tc -n " + names_[h] + " qdisc add dev veth0" + cap);
     }
   }
   ShellResult made = shell(script);
