@@ -14,6 +14,7 @@
 #include "ccl/support/collective_checks.h"
 #include "ccl/support/dtypes.h"
 #include "ccl/support/ranks.h"
+#include "giant/base/error.h"
 #include "giant/base/timer.h"
 
 namespace giant::ccl::test {
@@ -297,9 +298,20 @@ void expect_payload(const Buffer& got, int sender, uint32_t tag, int variant, co
   EXPECT_TRUE(got.bytes() == want.bytes()) << what << ": wrong bytes (tag " << tag << ", variant " << variant << ")";
 }
 
+// Point-to-point runs through the shared-memory mailboxes between threads
+// (ccl.transport=auto) and over TCP: each test runs on both.
+void on_both_transports(int n, const std::function<void(Communicator& comm)>& body) {
+  for (const char* transport : {"auto", "tcp"}) {
+    SCOPED_TRACE(std::string("ccl.transport=") + transport);
+    CommConfig config = test_config(std::chrono::seconds(10));
+    config.transport = transport;
+    run_comm_threads(n, body, config);
+  }
+}
+
 TEST(Concurrency, TaggedSendRecvOutOfOrder) {
   const size_t sizes[4] = {1000, 3 << 20, 17, 5000};  // by tag - 1; tag 2 is large
-  run_comm_threads(2, [&](Communicator& comm) {
+  on_both_transports(2, [&](Communicator& comm) {
     if (comm.rank() == 0) {
       std::vector<Buffer> outgoing;
       for (uint32_t tag = 1; tag <= 3; ++tag) outgoing.push_back(payload(0, tag, sizes[tag - 1]));
@@ -325,33 +337,35 @@ TEST(Concurrency, TaggedSendRecvOutOfOrder) {
       expect_payload(first, 0, 4, 0, "same tag, first message");
       expect_payload(second, 0, 4, 1, "same tag, second message");
     }
-  }, test_config(std::chrono::seconds(10)));
+  });
 }
 
 TEST(Concurrency, RecvIssuedBeforeTheMatchingSend) {
-  std::atomic<bool> posted{false};
-  run_comm_threads(2, [&](Communicator& comm) {
+  std::atomic<int> posted{0};  // receives posted so far, one per transport
+  int sent = 0;                 // rank 0's sends so far
+  on_both_transports(2, [&](Communicator& comm) {
     const uint32_t tag = 7;
     const size_t nbytes = 2 << 20;
     if (comm.rank() == 1) {
       Buffer incoming(DType::u8, nbytes);
       Work w = recv_buffer(comm, incoming, 0, tag);
-      posted = true;
+      posted.fetch_add(1);
       w.wait();
       expect_payload(incoming, 0, tag, 0, "receive posted first");
     } else {
       const Deadline deadline = Deadline::after(std::chrono::seconds(20));
-      while (!posted && !deadline.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      while (posted.load() <= sent && !deadline.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       Buffer outgoing = payload(0, tag, nbytes);
       send_buffer(comm, outgoing, 1, tag).wait();
+      ++sent;
     }
-  }, test_config(std::chrono::seconds(10)));
+  });
 }
 
 TEST(Concurrency, BothSidesReceiveThenSendWithoutDeadlock) {
   for (size_t nbytes : {size_t{0}, size_t{10}, size_t{8} << 20}) {
-    run_comm_threads(2, [&](Communicator& comm) {
+    on_both_transports(2, [&](Communicator& comm) {
       const int peer = 1 - comm.rank();
       Buffer incoming(DType::u8, nbytes);
       Buffer outgoing = payload(comm.rank(), 9, nbytes);
@@ -360,12 +374,12 @@ TEST(Concurrency, BothSidesReceiveThenSendWithoutDeadlock) {
       r.wait();
       s.wait();
       expect_payload(incoming, peer, 9, 0, "exchange of " + std::to_string(nbytes) + " bytes");
-    }, test_config(std::chrono::seconds(10)));
+    });
   }
 }
 
 TEST(Concurrency, EveryPairExchangesOnTheSameTag) {
-  run_comm_threads(4, [&](Communicator& comm) {
+  on_both_transports(4, [&](Communicator& comm) {
     const int n = comm.size();
     const int rank = comm.rank();
     std::vector<Buffer> incoming, outgoing;
@@ -382,7 +396,29 @@ TEST(Concurrency, EveryPairExchangesOnTheSameTag) {
     for (auto& w : works) w.wait();
     for (int peer = 0; peer < n; ++peer)
       if (peer != rank) expect_payload(incoming[peer], peer, 5, 0, "from rank " + std::to_string(peer));
-  }, test_config(std::chrono::seconds(10)));
+  });
+}
+
+TEST(Concurrency, SizeMismatchOfAMessageFailsBothSides) {
+  // The receiver names the mismatch; the sender, whose bytes may already be
+  // on their way, learns it from the receiver's report at its next operation.
+  on_both_transports(2, [&](Communicator& comm) {
+    std::string error;
+    try {
+      if (comm.rank() == 0) {
+        Buffer outgoing = payload(0, 3, 1000);
+        send_buffer(comm, outgoing, 1, 3).wait();
+      } else {
+        Buffer incoming(DType::u8, 999);
+        recv_buffer(comm, incoming, 0, 3).wait();
+      }
+      barrier(comm).wait();
+    } catch (const CommError& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("mismatch"), std::string::npos) << "rank " << comm.rank() << ": '" << error << "'";
+    EXPECT_TRUE(comm.failed()) << "rank " << comm.rank();
+  });
 }
 
 void expect_allreduce_works(Communicator& comm, const std::string& what) {

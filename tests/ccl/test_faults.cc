@@ -69,15 +69,40 @@ void probe_after_failure(const ProcessContext& context, Communicator& comm) {
   context.put("failed", comm.failed() ? "1" : "0");
 }
 
-// Where the large allreduces of the fault tests run: the tcp ring, shared
-// memory slots, or in place on shared buffers (peers read each other's).
-enum class Path { ring, shm, shared_buffer };
+// Where the large transfers of the fault tests run: allreduces over the tcp
+// ring, shared memory slots, or in place on shared buffers (peers read each
+// other's); or point-to-point messages around a ring of ranks, which go
+// through the shared-memory mailboxes.
+enum class Path { ring, shm, shared_buffer, p2p };
 const char* path_name(Path path) {
-  return path == Path::ring ? "ring" : path == Path::shm ? "shm" : "shared_buffer";
+  switch (path) {
+    case Path::ring: return "ring";
+    case Path::shm: return "shm";
+    case Path::shared_buffer: return "shared_buffer";
+    case Path::p2p: return "p2p";
+  }
+  return "?";
 }
 
-// Loops large allreduces until one fails; puts "running" after the first one
-// and the error under "error_*".
+// Rank r sends to r + 1 and receives from r - 1, both posted before either is waited.
+void p2p_ring_step(Communicator& comm, const std::vector<float>& outgoing, std::vector<float>& incoming) {
+  const int n = comm.size();
+  RecvOptions r;
+  r.buffer = incoming.data();
+  r.nbytes = incoming.size() * sizeof(float);
+  r.peer = (comm.rank() + n - 1) % n;
+  SendOptions s;
+  s.buffer = outgoing.data();
+  s.nbytes = outgoing.size() * sizeof(float);
+  s.peer = (comm.rank() + 1) % n;
+  Work received = recv(comm, r);
+  Work sent = send(comm, s);
+  received.wait();
+  sent.wait();
+}
+
+// Loops large allreduces (or ring exchanges, on Path::p2p) until one fails;
+// puts "running" after the first one and the error under "error_*".
 int allreduce_until_failure(ProcessContext& context, Communicator& comm, size_t count, Path path = Path::ring) {
   std::vector<float> input(count, 1.0f), output(count, 0.0f);
   std::shared_ptr<SharedBuffer> shared;
@@ -93,10 +118,11 @@ int allreduce_until_failure(ProcessContext& context, Communicator& comm, size_t 
   }
   try {
     for (int iteration = 0; iteration < 100000; ++iteration) {
-      allreduce(comm, options).wait();
+      if (path == Path::p2p) p2p_ring_step(comm, input, output);
+      else allreduce(comm, options).wait();
       if (iteration == 0) context.put("running");
     }
-    context.report("the allreduce loop ended without an error");
+    context.report(std::string(path_name(path)) + ": the loop ended without an error");
     return 1;
   } catch (...) {
     put_error(context, "error", ErrorInfo::from(std::current_exception()), monotonic_ns());
@@ -203,7 +229,7 @@ TEST_P(FaultsOnEveryPath, StoppedRankTimesOutEverySurvivor) {
               group.value(victim, "error_peer").value_or("?").c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, FaultsOnEveryPath, ::testing::Values(Path::ring, Path::shm, Path::shared_buffer),
+INSTANTIATE_TEST_SUITE_P(Paths, FaultsOnEveryPath, ::testing::Values(Path::ring, Path::shm, Path::shared_buffer, Path::p2p),
                          [](const auto& info) { return std::string(path_name(info.param)); });
 
 TEST(Faults, AbortFromAnotherThreadFailsEveryRank) {

@@ -81,7 +81,7 @@ void ShmMailbox::post_recv(Request* request) {
   auto found = p.stashed.find(request->key);
   if (found != p.stashed.end()) {
     const Stash& s = *found->second;
-    check_size(request->peer, request->key, s.desc, request->desc);
+    check_descriptor(rank_, request->peer, request->key, s.desc, request->desc);
     if (s.got > 0) std::memcpy(request->data, s.data.get(), s.got);
     request->done_bytes = s.got;
     const bool whole = s.got == s.total;
@@ -215,7 +215,7 @@ void ShmMailbox::deliver(int peer, const FrameHeader& h, uint64_t payload_at) {
   auto posted = p.posted.find(key);
   if (posted != p.posted.end()) {
     Request* request = posted->second;
-    check_size(peer, key, h.desc, request->desc);
+    check_descriptor(rank_, peer, key, h.desc, request->desc);
     copy_out(p.local, payload_at, request->data + h.offset, h.nbytes);
     request->done_bytes += h.nbytes;
     if (request->done_bytes == request->nbytes) {
@@ -245,14 +245,6 @@ void ShmMailbox::copy_out(int sender_local, uint64_t at, void* dst, size_t nbyte
   const size_t first = std::min(nbytes, ring_bytes_ - pos);
   std::memcpy(dst, data + pos, first);
   std::memcpy(static_cast<char*>(dst) + first, data, nbytes - first);
-}
-
-void ShmMailbox::check_size(int peer, const MessageKey& key, const OpDescriptor& got,
-                            const OpDescriptor& expected) const {
-  if (got == expected) return;
-  throw CommError(peer, "operation mismatch with " + rank_name(peer) + " on message with tag " +
-                            std::to_string(key.hi & ~kP2PBit) + ": rank " + std::to_string(rank_) + " issued " +
-                            expected.describe() + ", " + rank_name(peer) + " issued " + got.describe());
 }
 
 }  // namespace giant::ccl::detail

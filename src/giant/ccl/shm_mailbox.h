@@ -80,7 +80,6 @@ class ShmMailbox {
   bool read_frames(int peer, bool* sender_waits);
   void deliver(int peer, const FrameHeader& header, uint64_t payload_at);
   void copy_out(int sender_local, uint64_t at, void* dst, size_t nbytes) const;
-  void check_size(int peer, const MessageKey& key, const OpDescriptor& got, const OpDescriptor& expected) const;
 
   ShmGroup& group_;
   int rank_;

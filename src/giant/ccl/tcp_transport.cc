@@ -61,20 +61,10 @@ void TcpTransport::begin_collective(uint64_t sequence, const OpDescriptor& desc)
   for (size_t p = 0; p < peers_.size(); ++p) {
     for (auto& kv : peers_[p].stashed) {
       if (!kv.first.is_p2p() && kv.first.hi == sequence) {
-        check_descriptor(static_cast<int>(p), kv.first, kv.second->desc, desc);
+        check_descriptor(rank_, static_cast<int>(p), kv.first, kv.second->desc, desc);
       }
     }
   }
-}
-
-void TcpTransport::check_descriptor(int peer, const MessageKey& key, const OpDescriptor& got,
-                                    const OpDescriptor& expected) const {
-  if (got == expected) return;
-  std::string what = key.is_p2p() ? "message with tag " + std::to_string(key.hi & ~kP2PBit)
-                                  : "operation #" + std::to_string(key.hi);
-  throw CommError(peer, "operation mismatch with " + rank_name(peer) + " on " + what + ": rank " +
-                            std::to_string(rank_) + " issued " + expected.describe() + ", " +
-                            rank_name(peer) + " issued " + got.describe());
 }
 
 void TcpTransport::post_send(Request* r) {
@@ -113,7 +103,7 @@ void TcpTransport::post_recv(Request* r) {
   Peer& peer = peers_[r->peer];
   auto st = peer.stashed.find(r->key);
   if (st != peer.stashed.end()) {
-    check_descriptor(r->peer, r->key, st->second->desc, r->desc);
+    check_descriptor(rank_, r->peer, r->key, st->second->desc, r->desc);
     if (st->second->total != r->nbytes) {
       throw CommError(r->peer, "message size mismatch with " + rank_name(r->peer) + ": expected " +
                                    std::to_string(r->nbytes) + " bytes, it sent " +
@@ -244,14 +234,14 @@ void TcpTransport::start_frame(Socket& s) {
                                   " has finished (the ranks issued different sequences of collectives)");
     }
     auto active = active_.find(key.hi);
-    if (active != active_.end()) check_descriptor(s.peer, key, h.desc, active->second);
+    if (active != active_.end()) check_descriptor(rank_, s.peer, key, h.desc, active->second);
   }
   s.in_request = nullptr;
   s.in_stash = nullptr;
   auto posted = peer.posted.find(key);
   if (posted != peer.posted.end()) {
     Request* r = posted->second;
-    check_descriptor(s.peer, key, h.desc, r->desc);
+    check_descriptor(rank_, s.peer, key, h.desc, r->desc);
     if (h.total != r->nbytes) {
       throw CommError(s.peer, "message size mismatch with " + rank_name(s.peer) + ": expected " +
                                   std::to_string(r->nbytes) + " bytes, it sent " + std::to_string(h.total) +

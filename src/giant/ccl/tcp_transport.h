@@ -108,8 +108,6 @@ class TcpTransport {
   void start_frame(Socket& s);
   void finish_frame(Socket& s);
   static void complete_from_stash(Request* request, const Stash& stash);
-  void check_descriptor(int peer, const MessageKey& key, const OpDescriptor& got,
-                        const OpDescriptor& expected) const;
   void close_socket(Socket& s);
   // Moves next_unended_ past the sequences that ended ahead of it.
   void advance_unended();

@@ -1,5 +1,6 @@
 #include "giant/ccl/wire.h"
 
+#include "giant/base/error.h"
 #include "giant/ccl/collectives.h"
 #include "giant/ccl/types.h"
 
@@ -40,6 +41,16 @@ std::string OpDescriptor::describe() const {
   if (root >= 0) s += ", root=" + std::to_string(root);
   if (aux != 0) s += ", counts#" + std::to_string(aux % 100000);
   return s + ")";
+}
+
+void check_descriptor(int rank, int peer, const MessageKey& key, const OpDescriptor& got,
+                      const OpDescriptor& expected) {
+  if (got == expected) return;
+  const std::string name = "rank " + std::to_string(peer);
+  std::string what = key.is_p2p() ? "message with tag " + std::to_string(key.hi & ~kP2PBit)
+                                  : "operation #" + std::to_string(key.hi);
+  throw CommError(peer, "operation mismatch with " + name + " on " + what + ": rank " + std::to_string(rank) +
+                            " issued " + expected.describe() + ", " + name + " issued " + got.describe());
 }
 
 }  // namespace giant::ccl::detail

@@ -52,6 +52,11 @@ struct MessageKeyHash {
   }
 };
 
+// Throws the CommError for a message whose descriptor (`got`, from `peer`)
+// differs from what rank `rank` issued (`expected`), unless they agree.
+void check_descriptor(int rank, int peer, const MessageKey& key, const OpDescriptor& got,
+                      const OpDescriptor& expected);
+
 constexpr uint32_t kFrameMagic = 0x47434446;    // "GCDF"
 constexpr uint32_t kControlMagic = 0x47434343;  // "GCCC"
 constexpr uint32_t kHelloMagic = 0x47434848;    // "GCHH"
