@@ -94,9 +94,10 @@ std::unique_ptr<ShmGroup> ShmGroup::create(Store& store, const HostTopology& top
   std::unique_ptr<ShmGroup> group(new ShmGroup());
   group->local_rank_ = topology.local_rank;
   group->slot_bytes_ = round_up(config.shm_chunk_bytes, kLine);
-  // A point-to-point ring holds two slots' worth, so a sender can write a
-  // piece while the receiver drains the one before.
-  group->ring_bytes_ = 2 * group->slot_bytes_;
+  // A point-to-point ring holds four slots' worth (2 MiB by default), so a
+  // sender writes pieces while the receiver drains the ones before; smaller
+  // rings measured slower for messages of megabytes.
+  group->ring_bytes_ = 4 * group->slot_bytes_;
   group->segment_bytes_ = sizeof(Segment) + 2 * group->slot_bytes_ +
                           ShmMailbox::area_bytes(std::max(topology.local_size, 1), group->ring_bytes_);
   std::string failure;
