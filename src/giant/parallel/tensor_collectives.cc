@@ -110,16 +110,24 @@ ccl::DType ccl_dtype(at::ScalarType type) {
   throw Error(std::string("ccl has no dtype for tensors of ") + c10::toString(type));
 }
 
+namespace {
+// The reduction of contiguous host tensor `in` into `out` (the same tensor,
+// or one of its size and dtype).
+ccl::Work allreduce_into(const at::Tensor& in, const at::Tensor& out, ccl::Communicator& comm, ccl::ReduceOp op) {
+  ccl::AllreduceOptions options;
+  options.input = in.data_ptr();
+  options.output = out.data_ptr();
+  options.count = static_cast<size_t>(in.numel());
+  options.dtype = ccl_dtype(in.scalar_type());
+  options.op = op;
+  return ccl::allreduce(comm, options);
+}
+}  // namespace
+
 ccl::Work allreduce_async(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
   GIANT_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
               "allreduce_async needs contiguous host memory, got a tensor on ", tensor.device());
-  ccl::AllreduceOptions options;
-  options.input = tensor.data_ptr();
-  options.output = tensor.data_ptr();
-  options.count = static_cast<size_t>(tensor.numel());
-  options.dtype = ccl_dtype(tensor.scalar_type());
-  options.op = op;
-  return ccl::allreduce(comm, options);
+  return allreduce_into(tensor, tensor, comm, op);
 }
 
 void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
@@ -132,13 +140,7 @@ void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp
 at::Tensor allreduce(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
   at::Tensor host = host_view(tensor);
   at::Tensor out = at::empty_like(host, at::MemoryFormat::Contiguous);
-  ccl::AllreduceOptions options;
-  options.input = host.data_ptr();
-  options.output = out.data_ptr();
-  options.count = static_cast<size_t>(host.numel());
-  options.dtype = ccl_dtype(host.scalar_type());
-  options.op = op;
-  ccl::allreduce(comm, options).wait();
+  allreduce_into(host, out, comm, op).wait();
   return out.to(tensor.device());
 }
 
