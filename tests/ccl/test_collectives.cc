@@ -89,9 +89,6 @@ TEST(CollectivesThreads, SmallSegmentsAndOtherSocketCounts) {
   }
 }
 
-// A rank whose part of an operation is done (a gather's non-root, once its
-// data is sent) may destroy its communicator at once: peers that are still
-// receiving what it sent must not fail.
 // OpOptions::segment_bytes overrides the communicator's segment for one call
 // (here many segments per block where the communicator would use one).
 TEST(CollectivesThreads, SegmentChosenPerCall) {
@@ -123,6 +120,9 @@ TEST(CollectivesThreads, SegmentChosenPerCall) {
   }
 }
 
+// A rank whose part of an operation is done (a gather's non-root, once its
+// data is sent) may destroy its communicator at once: peers that are still
+// receiving what it sent must not fail.
 TEST(Teardown, DestroyingRightAfterTheLastOperationDoesNotBreakPeers) {
   for (int n : {2, 3, 4, 5}) {
     auto store = std::make_shared<MemoryStore>();

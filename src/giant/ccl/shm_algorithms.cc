@@ -8,6 +8,7 @@
 // block is computed by exactly one rank and copied by the others, so results
 // are bitwise identical on every rank.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "giant/base/error.h"
@@ -34,8 +35,12 @@ class ShmSteps {
 
   uint32_t take(size_t steps) { return g.take_steps(static_cast<uint32_t>(steps)); }
   // Before filling this rank's slot for step s: step s-2 used it, and every
-  // peer must be done reading it.
-  void claim(uint32_t s) { g.wait_all(ShmGroup::consumed, s - 2, idle_); }
+  // peer must be done reading it. Once per step (post claims too).
+  void claim(uint32_t s) {
+    if (claimed_ == s) return;
+    g.wait_all(ShmGroup::consumed, s - 2, idle_);
+    claimed_ = s;
+  }
   // The label of step s takes the place of step s-2's, which a peer may
   // still be checking (one that posts nothing, e.g. a gather's root, leaves
   // its peers free to run ahead): claim first, even with no slot to fill.
@@ -76,6 +81,7 @@ class ShmSteps {
   OpContext& ctx_;
   uint64_t fingerprint_;
   std::function<void(int)> idle_;
+  uint64_t claimed_ = UINT64_MAX;  // the step last claimed (never a uint32_t step at first)
 };
 
 size_t chunks_of(size_t count, size_t per_chunk) { return count == 0 ? 0 : (count + per_chunk - 1) / per_chunk; }
@@ -183,16 +189,12 @@ void allreduce_shm(OpContext& ctx, const char* in, char* out, size_t count, DTyp
   }
   // Each chunk goes through the slots: copied in, reduced there, copied out.
   const size_t per_chunk = std::max<size_t>(1, st.g.slot_bytes() / elem);
-  const size_t chunks = chunks_of(count, per_chunk);
-  const uint32_t first = st.take(chunks);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = c * per_chunk, cnt = std::min(per_chunk, count - base);
+  for_each_piece(st, count, per_chunk, [&](uint32_t s, size_t base, size_t cnt) {
     st.claim(s);
     std::memcpy(st.slot(st.me, s), in + base * elem, cnt * elem);
     st.post(s);
     reduce_and_share_chunk(st, s, [&](int q) { return st.slot(q, s); }, out + base * elem, cnt, dtype, op);
-  }
+  });
 }
 
 void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
@@ -203,17 +205,16 @@ void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers,
   // The chunks of allreduce_shm without the copy into the slots: the inputs
   // already lie in the buffers every rank maps.
   const size_t per_chunk = std::max<size_t>(1, st.g.slot_bytes() / elem);
-  const size_t chunks = chunks_of(count, per_chunk);
-  const uint32_t first = st.take(chunks);
-  for (size_t c = 0; c < chunks; ++c) {
-    const uint32_t s = first + static_cast<uint32_t>(c);
-    const size_t base = offset + c * per_chunk * elem, cnt = std::min(per_chunk, count - c * per_chunk);
+  uint32_t last = 0;
+  for_each_piece(st, count, per_chunk, [&](uint32_t s, size_t first, size_t cnt) {
+    const size_t base = offset + first * elem;
     st.post(s);
     reduce_and_share_chunk(st, s, [&](int q) { return buffers[q] + base; }, buffers[st.me] + base, cnt, dtype, op);
-  }
+    last = s;
+  });
   // Peers copy from this rank's buffer until their last step: only then may
   // its owner write to it again.
-  st.wait_released(first + static_cast<uint32_t>(chunks) - 1);
+  st.wait_released(last);
 }
 
 SpanLayout SpanLayout::from(const BlockLayout& layout) {
