@@ -175,7 +175,13 @@ TEST(RunLaunch, RunsRanksInProcessAndChecksOptionsFirst) {
   ASSERT_GE(out_fd, 0);
   LaunchOptions options;
   options.nproc = 2;
-  options.command = {"/bin/sh", "-c", "echo \"$GIANT_RANK of $GIANT_WORLD_SIZE on $GIANT_HOST_ID\"; exit $GIANT_RANK"};
+  // Rank 1 fails only once rank 0 has printed: otherwise the launcher may
+  // stop rank 0 (rank 1's failure) before its line is out.
+  const std::string printed = std::string(pattern) + ".printed";
+  options.command = {"/bin/sh", "-c",
+                     "if [ \"$GIANT_RANK\" = 1 ]; then while [ ! -e " + printed + " ]; do sleep 0.01; done; fi; "
+                     "echo \"$GIANT_RANK of $GIANT_WORLD_SIZE on $GIANT_HOST_ID\"; "
+                     "if [ \"$GIANT_RANK\" = 0 ]; then touch " + printed + "; fi; exit $GIANT_RANK"};
   options.hosts = parse_host_spec("local:1,local:1");
   options.environment = ccl::Environment(std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}});
   options.stdout_fd = out_fd;
@@ -188,6 +194,7 @@ TEST(RunLaunch, RunsRanksInProcessAndChecksOptionsFirst) {
   EXPECT_NE(log.str().find("giant launch: rank 1 exited with code 1"), std::string::npos) << log.str();
   ::close(out_fd);
   ::unlink(pattern);
+  ::unlink(printed.c_str());
 
   auto rejects = [&](LaunchOptions bad, const std::string& key) {
     std::ostringstream ignored;
