@@ -1,9 +1,15 @@
 // giant_base: checks and errors, units, the tunables registry, deadlines.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "giant/base/error.h"
+#include "giant/base/host_memory.h"
 #include "giant/base/logging.h"
 #include "giant/base/timer.h"
 #include "giant/base/tunables.h"
@@ -113,6 +119,19 @@ TEST(Deadline, ExpiresAndNever) {
   EXPECT_EQ(soon.remaining_ms(100), 0);
   EXPECT_TRUE(Deadline::after(std::chrono::milliseconds(0)).is_never());
 }
+
+#if defined(__GLIBC__)
+TEST(HostMemory, FreedBlocksStayInTheHeap) {
+  ASSERT_TRUE(retain_freed_memory(0));  // glibc's defaults: nothing changes
+  ASSERT_TRUE(retain_freed_memory(size_t{256} << 20));
+  const size_t mapped_before = mallinfo2().hblkhd;
+  void* block = std::malloc(size_t{16} << 20);  // mapped apart under glibc's defaults
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(mallinfo2().hblkhd, mapped_before) << "a 16 MiB block was mapped apart from the heap";
+  std::free(block);
+  EXPECT_GE(mallinfo2().fordblks, size_t{16} << 20) << "the freed block went back to the kernel";
+}
+#endif
 
 TEST(Logging, LevelsParse) {
   EXPECT_EQ(parse_log_level("warn"), LogLevel::warn);

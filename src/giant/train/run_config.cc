@@ -120,6 +120,7 @@ void define_run_keys(Tunables& k) {
   k.define_int("train.eval_every", 100, "evaluate on the validation split every this many steps (0: only at the end)");
   k.define_int("train.eval_batches", 8, "micro-batches per evaluation");
   k.define_int("train.threads", 2, "intra-op threads per rank");
+  k.define_int("train.retain_memory_mb", 1024, "freed host memory each rank keeps for reuse instead of returning it to the kernel (0: the C library's defaults)");
   k.define_int("train.max_bad_steps", 5, "stop after this many non-finite steps in a row");
   k.define_string("train.out_dir", "runs/latest", "where metrics.jsonl, config.toml and trace.json go");
   k.define_bool("train.trace", false, "write a Chrome trace of the first steps to out_dir/trace.json");
@@ -218,6 +219,7 @@ RunConfig run_config_from(const Tunables& k) {
   t.eval_every = k.get_int("train.eval_every");
   t.eval_batches = k.get_int("train.eval_batches");
   t.threads = k.get_int("train.threads");
+  t.retain_memory_mb = k.get_int("train.retain_memory_mb");
   t.max_bad_steps = k.get_int("train.max_bad_steps");
   t.out_dir = k.get_string("train.out_dir");
   t.trace = k.get_bool("train.trace");
@@ -232,7 +234,7 @@ RunConfig run_config_from(const Tunables& k) {
     }
   }
   for (const char* key : {"train.warmup_steps", "train.eval_every", "train.trace_steps",
-                          "train.sample_tokens", "train.seed"}) {
+                          "train.sample_tokens", "train.seed", "train.retain_memory_mb"}) {
     if (k.get_int(key) < 0) {
       throw ConfigError(key, "must not be negative, got " + std::to_string(k.get_int(key)));
     }

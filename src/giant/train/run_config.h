@@ -31,6 +31,7 @@ struct TrainSettings {
   double weight_decay = 0, grad_clip = 0, beta1 = 0, beta2 = 0;
   int64_t seed = 0, eval_every = 0, eval_batches = 0, threads = 0;
   int64_t max_bad_steps = 0;
+  int64_t retain_memory_mb = 0;
   std::string out_dir;
   bool trace = false;
   int64_t trace_steps = 0;

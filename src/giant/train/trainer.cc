@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
+#include "giant/base/host_memory.h"
 #include "giant/base/timer.h"
 #include "giant/ccl/communicator.h"
 #include "giant/data/corpus.h"
@@ -166,6 +167,9 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   }
 
   torch::set_num_threads(static_cast<int>(c.train.threads));
+  if (!retain_freed_memory(static_cast<size_t>(c.train.retain_memory_mb) << 20)) {
+    s.progress.line("warning: the C library refused train.retain_memory_mb; freed memory goes back to the kernel");
+  }
   if (world && world->size() > 1) {
     s.mesh = std::make_unique<parallel::Mesh>(
         std::move(world), parallel::MeshShape{static_cast<int>(c.parallel.dp), static_cast<int>(c.parallel.pp),

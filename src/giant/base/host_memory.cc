@@ -1,0 +1,23 @@
+#include "giant/base/host_memory.h"
+
+#include <climits>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace giant {
+
+bool retain_freed_memory(size_t bytes) {
+  if (bytes == 0) return true;
+#if defined(__GLIBC__)
+  // glibc's largest mmap threshold: larger blocks are still mapped apart.
+  constexpr int kLargestHeapBlock = 32 << 20;
+  const int trim = bytes > static_cast<size_t>(INT_MAX) ? INT_MAX : static_cast<int>(bytes);
+  return mallopt(M_MMAP_THRESHOLD, kLargestHeapBlock) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1;
+#else
+  return false;
+#endif
+}
+
+}  // namespace giant
