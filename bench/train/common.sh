@@ -21,3 +21,9 @@ print(" ".join("NA" if found.get(k) is None else repr(found[k]) for k in sys.arg
 median() {
   { grep -v '^NA$' || true; } | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "NA"}'
 }
+
+# The PyTorch peers run with the heap settings that giant train applies itself
+# (train.retain_memory_mb=1024: blocks up to 32 MiB from the heap, 1 GiB of
+# freed memory kept), so both sides are compared on the same allocator.
+# Prefix a peer's command line with "${peer_malloc[@]}".
+peer_malloc=(env GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824)

@@ -6,7 +6,8 @@
 #   dp2              giant launch --nproc 2, parallel.dp=2, 1 thread each, batch 8 per rank
 #   two_independent  two concurrent single processes, no communication: the bound
 #                    for dp2 (tokens/s summed, step time the mean of the two)
-#   pytorch_ddp      bench/train/pytorch_ddp.py, DDP over gloo, 2 x 1 thread, batch 8 per rank
+#   pytorch_ddp      bench/train/pytorch_ddp.py, DDP over gloo, 2 x 1 thread, batch 8 per rank,
+#                    on the heap settings giant train uses (peer_malloc in common.sh)
 #   tp2              giant launch --nproc 2, parallel.tp=2, 1 thread each, batch 8
 # R repetitions, the order of the configurations rotating by one each
 # repetition; each run reports its median over its steady steps (the first
@@ -35,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "compare_parallel.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +66,7 @@ single_flags=(--set train.global_batch=8 --set train.micro_batch=8)
 dp2_flags=(--set parallel.dp=2 --set train.global_batch=16 --set train.micro_batch=8)
 tp2_flags=(--set parallel.tp=2 --set train.global_batch=8 --set train.micro_batch=8)
 launch=("$giant" launch --nproc 2 --)
-ddp=("$python" bench/train/pytorch_ddp.py --nproc 2 --threads 1 --batch 8 --layers 4 --hidden 256
+ddp=("${peer_malloc[@]}" "$python" bench/train/pytorch_ddp.py --nproc 2 --threads 1 --batch 8 --layers 4 --hidden 256
      --heads 4 --seq-len 128 --vocab 256 --steps "$steps" --warmup 1 --data "$data")
 out_flag() { printf '%s' "train.out_dir=\"$tmp/$1\""; }  # a TOML string
 

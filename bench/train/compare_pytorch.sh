@@ -41,14 +41,14 @@ run_giant() {  # threads -> tokens/s median
   summary_fields "$out_dir/giant/metrics.jsonl" tokens_per_s_median
 }
 run_pytorch() {
-  "$python" bench/train/pytorch_gpt.py --threads "$1" --steps "$steps" --warmup 1 \
+  "${peer_malloc[@]}" "$python" bench/train/pytorch_gpt.py --threads "$1" --steps "$steps" --warmup 1 \
     --data examples/data/kjv.txt > "$out_dir/pytorch.log" 2>&1 ||
     { cat "$out_dir/pytorch.log" >&2; echo "compare_pytorch.sh: pytorch_gpt.py failed" >&2; exit 1; }
   sed -n 's/.* tokens_per_s_median=\([0-9.]*\).*/\1/p' "$out_dir/pytorch.log" | tail -1
 }
 
 echo "# giant: $giant train ${model[*]} --set train.steps=$steps"
-echo "# pytorch: $python bench/train/pytorch_gpt.py --steps $steps --warmup 1 --data examples/data/kjv.txt ($($python -c 'import torch; print("torch", torch.__version__)'))"
+echo "# pytorch: ${peer_malloc[*]} $python bench/train/pytorch_gpt.py --steps $steps --warmup 1 --data examples/data/kjv.txt ($($python -c 'import torch; print("torch", torch.__version__)'))"
 summaries=()
 for threads in $threads_list; do
   giant_values=() pytorch_values=()

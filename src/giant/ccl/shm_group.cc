@@ -238,12 +238,14 @@ void ShmGroup::wait_for(int local, Counter counter, uint32_t value, const std::f
   }
   // Yielding hands the core to a peer that shares it; only after kYieldFor
   // of that does the waiter sleep (a futex wake costs the peer a syscall and
-  // this rank a reschedule).
+  // this rank a reschedule). The clock is read after every yield: when the
+  // cores are busy, one yield can last a whole time slice of the thread it
+  // lets run, and each is two context switches.
   const auto yield_until = std::chrono::steady_clock::now() + kYieldFor;
-  for (int i = 0;; ++i) {
+  while (true) {
     if (reached(w.load(std::memory_order_acquire), value)) return;
     ::sched_yield();
-    if (i % 8 == 7 && std::chrono::steady_clock::now() > yield_until) break;
+    if (std::chrono::steady_clock::now() > yield_until) break;
   }
   auto& asleep = sleepers(local, counter);
   while (true) {
