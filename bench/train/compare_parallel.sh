@@ -5,7 +5,8 @@
 #   single           giant train, 1 process x 1 thread, batch 8
 #   dp2              giant launch --nproc 2, parallel.dp=2, 1 thread each, batch 8 per rank
 #   two_independent  two concurrent single processes, no communication: the bound
-#                    for dp2 (tokens/s summed, step time the mean of the two)
+#                    for dp2 (tokens/s summed, step time the mean of the two; the
+#                    slower of the two is kept too: a synchronous step cannot beat it)
 #   pytorch_ddp      bench/train/pytorch_ddp.py, DDP over gloo, 2 x 1 thread, batch 8 per rank,
 #                    on the heap settings giant train uses (peer_malloc in common.sh)
 #   tp2              giant launch --nproc 2, parallel.tp=2, 1 thread each, batch 8
@@ -18,8 +19,11 @@
 # Lines: `bench=train_parallel config=C rep=R tokens_per_s=.. step_s=.. comm_wait_s=..`
 # per run, `bench=train_parallel config=C median ...` per configuration, and last
 # `summary dp2_step_over_two_independent=.. dp2_step_over_two_independent_paired=..
-# dp2_tokens_over_pytorch_ddp=.. tp2_tokens_over_single=..` (NA where a configuration
-# was not run); _paired is the median over repetitions of the ratio within each one.
+# dp2_step_over_slower_independent_paired=.. dp2_tokens_over_pytorch_ddp=.. tp2_tokens_over_single=..` (NA where a configuration
+# was not run); _paired is the median over repetitions of the ratio within each one;
+# dp2_step_over_slower_independent_paired compares dp2 with the slower of the two
+# processes in each repetition (on this VM one core often runs 5-15% slower than
+# the other for seconds at a time, and dp2's ranks wait for the slower one).
 # comm_wait_s is the time a rank waits on communication (giant: the summary's
 # comm_wait_s_median, NA when absent; pytorch_ddp: its rank 0's exposed
 # gradient-reduction wait; 0 for the configurations without communication).
@@ -36,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "compare_parallel.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -120,6 +124,7 @@ run_two_independent() {
   read -r t1 s1 _ <<< "$v1"
   tokens_per_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", a + b}')
   step_s=$(awk -v a="$s0" -v b="$s1" 'BEGIN {printf "%.6f", (a + b) / 2}')
+  slower_step_s=$(awk -v a="$s0" -v b="$s1" 'BEGIN {printf "%.6f", (a + 0 > b + 0 ? a : b)}')
   comm_wait_s=0
 }
 run_pytorch_ddp() {
@@ -146,19 +151,22 @@ done
 echo "# reps=$reps steps=$steps configs=\"${config_list[*]}\" (order rotates each repetition)"
 
 declare -A all_tokens all_step all_comm rep_step
-paired_ratios=""
+paired_ratios="" slower_ratios=""
 n=${#config_list[@]}
 for ((rep = 0; rep < reps; ++rep)); do
   for ((k = 0; k < n; ++k)); do
     c=${config_list[$(((k + rep) % n))]}
     "run_$c"
-    echo "bench=train_parallel config=$c rep=$rep tokens_per_s=$tokens_per_s step_s=$step_s comm_wait_s=$comm_wait_s"
+    slower=""
+    [[ $c != two_independent ]] || slower=" slower_step_s=$slower_step_s"
+    echo "bench=train_parallel config=$c rep=$rep tokens_per_s=$tokens_per_s step_s=$step_s comm_wait_s=$comm_wait_s$slower"
     all_tokens[$c]+="$tokens_per_s " all_step[$c]+="$step_s " all_comm[$c]+="$comm_wait_s "
     rep_step[$c]=$step_s
   done
   # The same ratio within each repetition: drift between repetitions cancels.
   if [[ -n ${rep_step[dp2]:-} && -n ${rep_step[two_independent]:-} ]]; then
     paired_ratios+="$(ratio "${rep_step[dp2]}" "${rep_step[two_independent]}") "
+    slower_ratios+="$(ratio "${rep_step[dp2]}" "$slower_step_s") "
   fi
 done
 
@@ -174,11 +182,14 @@ done
 for c in "${config_list[@]}"; do
   echo "bench=train_parallel config=$c median reps=$reps steps=$steps tokens_per_s=${med_tokens[$c]} step_s=${med_step[$c]} comm_wait_s=${med_comm[$c]}"
 done
-paired=NA
+paired=NA slower=NA
 [[ -z $paired_ratios ]] || paired=$(tr ' ' '\n' <<< "$paired_ratios" | grep . | median)
+[[ -z $slower_ratios ]] || slower=$(tr ' ' '\n' <<< "$slower_ratios" | grep . | median)
 echo "# dp2 step / two_independent step within each repetition: ${paired_ratios:-NA}"
+echo "# dp2 step / the slower independent process's step within each repetition: ${slower_ratios:-NA}"
 echo "summary dp2_step_over_two_independent=$(ratio "${med_step[dp2]}" "${med_step[two_independent]}")" \
      "dp2_step_over_two_independent_paired=$paired" \
+     "dp2_step_over_slower_independent_paired=$slower" \
      "dp2_tokens_over_pytorch_ddp=$(ratio "${med_tokens[dp2]}" "${med_tokens[pytorch_ddp]}")" \
      "tp2_tokens_over_single=$(ratio "${med_tokens[tp2]}" "${med_tokens[single]}")" \
      "reps=$reps steps=$steps"
