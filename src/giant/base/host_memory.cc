@@ -13,7 +13,8 @@ bool retain_freed_memory(size_t bytes) {
 #if defined(__GLIBC__)
   // glibc's largest mmap threshold: larger blocks are still mapped apart.
   constexpr int kLargestHeapBlock = 32 << 20;
-  const int trim = bytes > static_cast<size_t>(INT_MAX) ? INT_MAX : static_cast<int>(bytes);
+  if (bytes > static_cast<size_t>(INT_MAX)) return false;  // mallopt takes an int
+  const int trim = static_cast<int>(bytes);
   return mallopt(M_MMAP_THRESHOLD, kLargestHeapBlock) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1;
 #else
   return false;

@@ -10,7 +10,8 @@ namespace giant {
 // tensors every step; with glibc's defaults each of them is unmapped and
 // faulted back in page by page (about 5,000 page faults per step of the
 // bench model, 30% of its step time). Process-wide; 0 leaves glibc's defaults.
-// Returns false where the C library refused the setting.
+// Returns false where the C library refused the setting (or, with glibc,
+// for more than INT_MAX bytes).
 bool retain_freed_memory(size_t bytes);
 
 }  // namespace giant
