@@ -19,8 +19,8 @@
 # Lines: `bench=train_parallel config=C rep=R tokens_per_s=.. step_s=.. comm_wait_s=..`
 # per run, `bench=train_parallel config=C median ...` per configuration, and last
 # `summary dp2_step_over_two_independent=.. dp2_step_over_two_independent_paired=..
-# dp2_step_over_slower_independent_paired=.. dp2_tokens_over_pytorch_ddp=.. tp2_tokens_over_single=..` (NA where a configuration
-# was not run); _paired is the median over repetitions of the ratio within each one;
+# dp2_step_over_slower_independent_paired=.. dp2_tokens_over_pytorch_ddp=..
+# tp2_tokens_over_single=..` (NA where a configuration was not run); _paired is the median over repetitions of the ratio within each one;
 # dp2_step_over_slower_independent_paired compares dp2 with the slower of the two
 # processes in each repetition (on this VM one core often runs 5-15% slower than
 # the other for seconds at a time, and dp2's ranks wait for the slower one).
@@ -157,9 +157,9 @@ for ((rep = 0; rep < reps; ++rep)); do
   for ((k = 0; k < n; ++k)); do
     c=${config_list[$(((k + rep) % n))]}
     "run_$c"
-    slower=""
-    [[ $c != two_independent ]] || slower=" slower_step_s=$slower_step_s"
-    echo "bench=train_parallel config=$c rep=$rep tokens_per_s=$tokens_per_s step_s=$step_s comm_wait_s=$comm_wait_s$slower"
+    extra=""
+    [[ $c != two_independent ]] || extra=" slower_step_s=$slower_step_s"
+    echo "bench=train_parallel config=$c rep=$rep tokens_per_s=$tokens_per_s step_s=$step_s comm_wait_s=$comm_wait_s$extra"
     all_tokens[$c]+="$tokens_per_s " all_step[$c]+="$step_s " all_comm[$c]+="$comm_wait_s "
     rep_step[$c]=$step_s
   done

@@ -1,7 +1,5 @@
 #include "giant/base/host_memory.h"
 
-#include <climits>
-
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -13,7 +11,7 @@ bool retain_freed_memory(size_t bytes) {
 #if defined(__GLIBC__)
   // glibc's largest mmap threshold: larger blocks are still mapped apart.
   constexpr int kLargestHeapBlock = 32 << 20;
-  if (bytes > static_cast<size_t>(INT_MAX)) return false;  // mallopt takes an int
+  if (bytes > kMaxRetainedBytes) return false;
   const int trim = static_cast<int>(bytes);
   return mallopt(M_MMAP_THRESHOLD, kLargestHeapBlock) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1;
 #else

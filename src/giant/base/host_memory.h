@@ -1,5 +1,6 @@
 #pragma once
 // How the process's heap hands freed memory back to the kernel.
+#include <climits>
 #include <cstddef>
 
 namespace giant {
@@ -10,8 +11,11 @@ namespace giant {
 // tensors every step; with glibc's defaults each of them is unmapped and
 // faulted back in page by page (about 5,000 page faults per step of the
 // bench model, 30% of its step time). Process-wide; 0 leaves glibc's defaults.
-// Returns false where the C library refused the setting (or, with glibc,
-// for more than INT_MAX bytes).
+// Returns false where the C library refused the setting, or for more than
+// kMaxRetainedBytes.
 bool retain_freed_memory(size_t bytes);
+
+// The most retain_freed_memory accepts: glibc's trim threshold is an int.
+constexpr size_t kMaxRetainedBytes = INT_MAX;
 
 }  // namespace giant

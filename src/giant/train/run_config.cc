@@ -5,9 +5,12 @@
 #include <toml++/toml.h>
 
 #include "giant/base/error.h"
+#include "giant/base/host_memory.h"
 
 namespace giant::train {
 namespace {
+
+constexpr int64_t kMaxRetainMb = static_cast<int64_t>(kMaxRetainedBytes >> 20);  // 2047
 
 std::string kind_name(TunableKind kind) {
   switch (kind) {
@@ -120,7 +123,9 @@ void define_run_keys(Tunables& k) {
   k.define_int("train.eval_every", 100, "evaluate on the validation split every this many steps (0: only at the end)");
   k.define_int("train.eval_batches", 8, "micro-batches per evaluation");
   k.define_int("train.threads", 2, "intra-op threads per rank");
-  k.define_int("train.retain_memory_mb", 1024, "freed host memory each rank keeps for reuse instead of returning it to the kernel (0: the C library's defaults; at most 2047)");
+  k.define_int("train.retain_memory_mb", 1024,
+               "freed host memory each rank keeps for reuse instead of returning it to the kernel "
+               "(0: the C library's defaults; at most " + std::to_string(kMaxRetainMb) + ")");
   k.define_int("train.max_bad_steps", 5, "stop after this many non-finite steps in a row");
   k.define_string("train.out_dir", "runs/latest", "where metrics.jsonl, config.toml and trace.json go");
   k.define_bool("train.trace", false, "write a Chrome trace of the first steps to out_dir/trace.json");
@@ -239,8 +244,9 @@ RunConfig run_config_from(const Tunables& k) {
       throw ConfigError(key, "must not be negative, got " + std::to_string(k.get_int(key)));
     }
   }
-  if (t.retain_memory_mb > 2047) {  // glibc's trim threshold is an int of bytes
-    throw ConfigError("train.retain_memory_mb", "must be at most 2047, got " + std::to_string(t.retain_memory_mb));
+  if (t.retain_memory_mb > kMaxRetainMb) {
+    throw ConfigError("train.retain_memory_mb", "must be at most " + std::to_string(kMaxRetainMb) + ", got " +
+                                                    std::to_string(t.retain_memory_mb));
   }
   if (t.global_batch % (p.dp * t.micro_batch) != 0) {
     throw ConfigError("train.global_batch",
