@@ -1,9 +1,26 @@
 # Targets that use libtorch: giant_use_torch(target).
 #
-# torch/torch.h costs ~12 s and 1 GB per translation unit, so every libtorch
-# target compiles it once as a precompiled header. ccache may cache the units
-# that use it only when its sloppiness allows (scripts/build sets that).
+# torch/torch.h costs ~12 s and 1 GB per translation unit, and its
+# precompiled header ~40 s and 700 MB, which ccache does not cache. So the
+# header is compiled once per kind of target (libraries are built -fPIC,
+# executables -fPIE, and gcc refuses a header built with the other) by the
+# first target of that kind, and every later one reuses it. ccache may cache
+# the units that use it only when its sloppiness allows (scripts/build sets
+# that).
 function(giant_use_torch target)
   target_link_libraries(${target} PUBLIC torch)
-  target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+  get_target_property(_type ${target} TYPE)
+  if(NOT _type STREQUAL "EXECUTABLE")
+    set(_type LIBRARY)
+  endif()
+  get_property(_owner GLOBAL PROPERTY GIANT_TORCH_PCH_${_type})
+  if(_owner)
+    target_precompile_headers(${target} REUSE_FROM ${_owner})
+    # A header gcc refuses is parsed again in every unit, 12 s each: fail
+    # instead (e.g. a define on a whole target; put it on the one file).
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Werror=invalid-pch>)
+  else()
+    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+    set_property(GLOBAL PROPERTY GIANT_TORCH_PCH_${_type} ${target})
+  endif()
 endfunction()
