@@ -2,7 +2,8 @@
 // directly. Exact results over world sizes 1 to 4, whole buffers and
 // stretches, repeated (the buffer is reused at once), across the engine's
 // chunk boundaries, without shared memory (plain memory then), and a rank
-// that passes plain memory where the others pass a shared buffer.
+// that passes plain memory where the others pass a shared buffer; the same
+// for reduce-scatter and allgather in place.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -69,6 +70,92 @@ TEST(SharedBuffer, AllreduceInPlaceReadsPeersBuffers) {
   }
 }
 
+// Reduce-scatter in place (output = this rank's block of the input) on a
+// stretch of a shared buffer: the rank's block holds the reduction, the other
+// blocks and the rest of the buffer are untouched.
+void check_reduce_scatter_stretch(Communicator& comm, SharedBuffer& buffer, size_t first, size_t block,
+                                  ReduceOp op, int round) {
+  auto* data = static_cast<float*>(buffer.data());
+  const size_t total = buffer.nbytes() / sizeof(float);
+  const int n = comm.size();
+  const float outside = -1.0f - static_cast<float>(round);
+  for (size_t i = 0; i < total; ++i) data[i] = outside;
+  for (size_t i = 0; i < block * n; ++i) data[first + i] = value(comm.rank(), i);
+  ReduceScatterOptions o;
+  o.input = data + first;
+  o.output = data + first + static_cast<size_t>(comm.rank()) * block;
+  o.count = block;
+  o.op = op;
+  reduce_scatter(comm, o).wait();
+  const size_t mine = first + static_cast<size_t>(comm.rank()) * block;
+  size_t wrong = 0;
+  for (size_t i = 0; i < total; ++i) {
+    float expected = outside;
+    if (i >= mine && i < mine + block) {
+      float unit = static_cast<float>((i - first) % 7 + 1);
+      expected = op == ReduceOp::max ? n * unit : op == ReduceOp::avg ? unit * (n + 1) / 2.0f : unit * n * (n + 1) / 2;
+    } else if (i >= first && i < first + block * n) {
+      expected = value(comm.rank(), i - first);
+    }
+    if (data[i] != expected && wrong++ < 3) {
+      ADD_FAILURE() << "n=" << n << " rank " << comm.rank() << " round " << round << " element " << i << ": "
+                    << data[i] << " != " << expected;
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << "n=" << n << " rank " << comm.rank() << " first=" << first << " block=" << block;
+}
+
+// Allgather in place (input = this rank's block of the output): every block
+// holds its owner's data afterwards, the rest of the buffer is untouched.
+void check_allgather_stretch(Communicator& comm, SharedBuffer& buffer, size_t first, size_t block, int round) {
+  auto* data = static_cast<float*>(buffer.data());
+  const size_t total = buffer.nbytes() / sizeof(float);
+  const int n = comm.size();
+  const float outside = -1.0f - static_cast<float>(round);
+  for (size_t i = 0; i < total; ++i) data[i] = outside;
+  const size_t mine = first + static_cast<size_t>(comm.rank()) * block;
+  for (size_t i = 0; i < block; ++i) data[mine + i] = value(comm.rank(), i + static_cast<size_t>(round));
+  AllgatherOptions o;
+  o.input = data + mine;
+  o.output = data + first;
+  o.count = block;
+  allgather(comm, o).wait();
+  size_t wrong = 0;
+  for (size_t i = 0; i < total; ++i) {
+    float expected = outside;
+    if (i >= first && i < first + block * n) {
+      const size_t owner = (i - first) / block;
+      expected = value(static_cast<int>(owner), (i - first) % block + static_cast<size_t>(round));
+    }
+    if (data[i] != expected && wrong++ < 3) {
+      ADD_FAILURE() << "n=" << n << " rank " << comm.rank() << " round " << round << " element " << i << ": "
+                    << data[i] << " != " << expected;
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << "n=" << n << " rank " << comm.rank() << " first=" << first << " block=" << block;
+}
+
+TEST(SharedBuffer, ReduceScatterAndAllgatherInPlace) {
+  for (int n = 1; n <= 4; ++n) {
+    run_comm_threads(n, [&](Communicator& comm) {
+      const size_t block = (1u << 20) / sizeof(float) + 3;  // 1 MiB and a bit, odd
+      const size_t total = block * static_cast<size_t>(n) + 1000;
+      auto buffer = allocate_shared_buffer(comm, total * sizeof(float));
+      int round = 0;
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::avg}) {
+        check_reduce_scatter_stretch(comm, *buffer, 0, block, op, round++);
+        check_reduce_scatter_stretch(comm, *buffer, 777, block, op, round++);  // a stretch in the middle
+        check_reduce_scatter_stretch(comm, *buffer, 5, 1001, op, round++);     // small: not in place
+      }
+      for (size_t first : {size_t{0}, size_t{999}}) {
+        check_allgather_stretch(comm, *buffer, first, block, round++);
+        check_allgather_stretch(comm, *buffer, first, 1001, round++);
+        check_allgather_stretch(comm, *buffer, first, 0, round++);
+      }
+    }, config_with("auto"));
+  }
+}
+
 TEST(SharedBuffer, LargerThanAnEngineChunk) {
   run_comm_threads(3, [&](Communicator& comm) {
     const size_t total = (9u << 20) / sizeof(float) + 3;  // 9 MiB: crosses the 8 MiB chunk boundary
@@ -111,6 +198,26 @@ TEST(SharedBuffer, PlainMemoryOnOneRankIsAMismatch) {
     std::string what;
     try {
       allreduce(comm, o).wait();
+    } catch (const CommError& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("mismatch"), std::string::npos) << "rank " << comm.rank() << ": " << what;
+  }, config_with("auto"));
+}
+
+TEST(SharedBuffer, ReduceScatterOnPlainMemoryOnOneRankIsAMismatch) {
+  run_comm_threads(2, [&](Communicator& comm) {
+    const size_t block = 100000;
+    auto buffer = allocate_shared_buffer(comm, 2 * block * sizeof(float));
+    std::vector<float> plain(2 * block, 1.0f);
+    float* data = comm.rank() == 0 ? static_cast<float*>(buffer->data()) : plain.data();
+    ReduceScatterOptions o;
+    o.input = data;
+    o.output = data + static_cast<size_t>(comm.rank()) * block;
+    o.count = block;
+    std::string what;
+    try {
+      reduce_scatter(comm, o).wait();
     } catch (const CommError& e) {
       what = e.what();
     }

@@ -78,6 +78,13 @@ void allreduce_shm(OpContext& ctx, const char* in, char* out, size_t count, DTyp
 // buffer mapped here, the data at `offset` bytes in each.
 void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
                               DType dtype, ReduceOp op);
+// Block q (count elements) of each buffer at offset + q * count elements:
+// reduce_scatter leaves the reduction of block me in this rank's block me;
+// allgather copies every peer's block q from its buffer into this one's.
+void reduce_scatter_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
+                                   DType dtype, ReduceOp op);
+void allgather_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
+                              size_t elem);
 void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout, char* out, DType dtype,
                         ReduceOp op, bool finish_avg);
 void allgather_shm(OpContext& ctx, const char* in, char* out, const SpanLayout& layout, size_t elem);

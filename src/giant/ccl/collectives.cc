@@ -119,6 +119,26 @@ Work run_or_submit(Communicator& comm, const OpDescriptor& desc, const OpOptions
 // Below this, shared-memory operations run inline on the issuing thread.
 constexpr size_t kInlineMaxBytes = 32 << 10;
 
+// An operation in place on a shared buffer reads the peers' buffers
+// directly. Its descriptor names the buffer and offset (aux), so every rank
+// must do the same.
+struct SharedStretch {
+  std::vector<char*> buffers;  // every local rank's buffer; empty: not on one
+  size_t offset = 0;           // of the stretch, in bytes
+  uint64_t aux = 0;
+};
+SharedStretch find_shared_stretch(Communicator& comm, Algorithm algorithm, bool in_place, const void* data,
+                                  size_t nbytes) {
+  SharedStretch found;
+  detail::BufferRegistry::Entry entry;
+  if (algorithm == Algorithm::shm && in_place && nbytes > kInlineMaxBytes &&
+      comm.engine().shm()->buffers()->find(data, nbytes, comm.rank(), &entry, &found.offset)) {
+    found.buffers = std::move(entry.views);
+    found.aux = (static_cast<uint64_t>(entry.id + 1) << 40) | found.offset;
+  }
+  return found;
+}
+
 void copy_if_distinct(void* out, const void* in, size_t nbytes) { detail::move_bytes(out, in, nbytes); }
 
 void gather_blocks(OpContext& ctx, Algorithm algorithm, const void* input, void* output,
@@ -227,29 +247,22 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
   HostLayout layout;
   algorithm = settle_hierarchical(comm, algorithm, &layout);
   std::vector<int> ring = std::move(layout.ring);
-  // In place on a shared buffer: the peers' buffers are read directly. The
-  // descriptor names the buffer and offset, so every rank must do the same.
-  detail::BufferRegistry::Entry shared;
-  size_t shared_offset = 0;
-  const bool on_shared = algorithm == Algorithm::shm && o.input == o.output && nbytes > kInlineMaxBytes &&
-                         comm.engine().shm()->buffers()->find(o.input, nbytes, comm.rank(), &shared, &shared_offset);
-  const uint64_t aux = on_shared ? (static_cast<uint64_t>(shared.id + 1) << 40) | shared_offset : 0;
-  auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), aux, algorithm);
+  const SharedStretch shared = find_shared_stretch(comm, algorithm, o.input == o.output, o.input, nbytes);
+  auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), shared.aux, algorithm);
   desc.algorithm |= static_cast<uint8_t>(static_cast<uint8_t>(o.wire) << detail::kWireShift);  // ranks must agree
   // Large buffers go in chunks, each a whole allreduce; between them more
   // urgent work may overtake (OpContext::boundary).
   const size_t elem = dtype_size(o.dtype);
   const size_t chunk = std::max<size_t>(1, comm.config().engine_chunk_bytes / elem);
   const bool small = algorithm == Algorithm::shm && nbytes <= kInlineMaxBytes;
-  std::vector<char*> buffers = on_shared ? shared.views : std::vector<char*>{};
-  return run_or_submit(comm, desc, o, small, [o, algorithm, ring, chunk, elem, buffers, shared_offset](OpContext& ctx) {
+  return run_or_submit(comm, desc, o, small, [o, algorithm, ring, chunk, elem, shared](OpContext& ctx) {
     for (size_t first = 0; first < o.count; first += chunk) {
       if (first > 0) ctx.boundary();
       auto in = static_cast<const char*>(o.input) + first * elem;
       auto out = static_cast<char*>(o.output) + first * elem;
       size_t count = std::min(chunk, o.count - first);
-      if (!buffers.empty()) {
-        detail::allreduce_shared_buffers(ctx, buffers, shared_offset + first * elem, count, o.dtype, o.op);
+      if (!shared.buffers.empty()) {
+        detail::allreduce_shared_buffers(ctx, shared.buffers, shared.offset + first * elem, count, o.dtype, o.op);
         continue;
       }
       switch (algorithm) {
@@ -275,11 +288,20 @@ Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
   HostLayout hl;
   Algorithm algorithm = settle_hierarchical(
       comm, resolve_movement("reduce_scatter", comm, o.algorithm, o.count * n * dtype_size(o.dtype)), &hl);
-  auto desc = describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), 0, algorithm);
-  return submit(comm, desc, o, [o, algorithm, n, hl](OpContext& ctx) {
+  // In place (output is this rank's block of input) on a shared buffer:
+  // each rank reduces its block straight from the peers' buffers.
+  const size_t elem = dtype_size(o.dtype);
+  const bool in_place = static_cast<const char*>(o.input) + static_cast<size_t>(comm.rank()) * o.count * elem ==
+                        static_cast<const char*>(o.output);
+  const SharedStretch shared = find_shared_stretch(comm, algorithm, in_place, o.input, o.count * n * elem);
+  auto desc =
+      describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), shared.aux, algorithm);
+  return submit(comm, desc, o, [o, algorithm, n, hl, shared](OpContext& ctx) {
     auto in = static_cast<const char*>(o.input);
     auto out = static_cast<char*>(o.output);
-    if (algorithm == Algorithm::shm) {
+    if (!shared.buffers.empty()) {
+      detail::reduce_scatter_shared_buffers(ctx, shared.buffers, shared.offset, o.count, o.dtype, o.op);
+    } else if (algorithm == Algorithm::shm) {
       auto layout = detail::SpanLayout::from(detail::BlockLayout::balanced(o.count * n, n));
       detail::reduce_scatter_shm(ctx, in, layout, out, o.dtype, o.op, true);
     } else if (algorithm == Algorithm::hierarchical) {
@@ -299,10 +321,18 @@ Work allgather(Communicator& comm, const AllgatherOptions& o) {
   HostLayout hl;
   Algorithm algorithm = settle_hierarchical(
       comm, resolve_movement("allgather", comm, o.algorithm, o.count * comm.size() * dtype_size(o.dtype)), &hl);
-  auto desc = describe(OpKind::allgather, o.dtype, o.count, -1, 0, 0, algorithm);
+  // In place (input is this rank's block of output) on a shared buffer: each
+  // rank copies the peers' blocks straight from their buffers.
+  const size_t elem = dtype_size(o.dtype);
+  const bool in_place = static_cast<const char*>(o.output) + static_cast<size_t>(comm.rank()) * o.count * elem ==
+                        static_cast<const char*>(o.input);
+  const SharedStretch shared = find_shared_stretch(comm, algorithm, in_place, o.output, o.count * comm.size() * elem);
+  auto desc = describe(OpKind::allgather, o.dtype, o.count, -1, 0, shared.aux, algorithm);
   std::vector<size_t> counts(comm.size(), o.count);
-  return submit(comm, desc, o, [o, algorithm, counts, hl](OpContext& ctx) {
-    if (algorithm == Algorithm::hierarchical) {
+  return submit(comm, desc, o, [o, algorithm, counts, hl, shared](OpContext& ctx) {
+    if (!shared.buffers.empty()) {
+      detail::allgather_shared_buffers(ctx, shared.buffers, shared.offset, o.count, dtype_size(o.dtype));
+    } else if (algorithm == Algorithm::hierarchical) {
       detail::allgather_hierarchical(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count,
                                      dtype_size(o.dtype), hl.hosts, hl.ring);
     } else {

@@ -217,6 +217,48 @@ void allreduce_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers,
   st.wait_released(last);
 }
 
+void reduce_scatter_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
+                                   DType dtype, ReduceOp op) {
+  ShmSteps st(ctx);
+  if (count == 0) return;
+  // No slot carries data, so one step: every input is in place from the
+  // start, and a rank writes only its own block of its own buffer, which no
+  // peer reads.
+  const uint32_t s = st.take(1);
+  const size_t at = offset + static_cast<size_t>(st.me) * count * dtype_size(dtype);
+  st.post(s);
+  st.wait_posted(s);
+  Sources srcs;
+  srcs.push(buffers[st.me] + at);
+  for (int q = 0; q < st.n; ++q) {
+    if (q != st.me) srcs.push(buffers[q] + at);
+  }
+  fold(buffers[st.me] + at, srcs, count, dtype, op);
+  if (op == ReduceOp::avg) finish_average(buffers[st.me] + at, count, dtype, st.n);
+  st.release(s);
+  // Peers read their blocks of this rank's buffer until they release.
+  st.wait_released(s);
+}
+
+void allgather_shared_buffers(OpContext& ctx, const std::vector<char*>& buffers, size_t offset, size_t count,
+                              size_t elem) {
+  ShmSteps st(ctx);
+  if (count == 0) return;
+  // Each rank copies the peers' blocks from their buffers into its own; it
+  // writes only blocks that their owners never read from it.
+  const uint32_t s = st.take(1);
+  st.post(s);
+  st.wait_posted(s);
+  for (int q = 0; q < st.n; ++q) {
+    if (q == st.me) continue;
+    const size_t at = offset + static_cast<size_t>(q) * count * elem;
+    move_bytes(buffers[st.me] + at, buffers[q] + at, count * elem);
+  }
+  st.release(s);
+  // This rank's block may change once the call returns: peers first.
+  st.wait_released(s);
+}
+
 SpanLayout SpanLayout::from(const BlockLayout& layout) {
   SpanLayout l;
   for (size_t b = 0; b < layout.count.size(); ++b) l.spans.push_back({{layout.offset[b], layout.count[b]}});
