@@ -26,6 +26,7 @@
 #include "giant/parallel/layer_list.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/parallel/tensor_parallel/layers.h"
+#include "parallel/support/rank_threads.h"
 
 namespace giant::parallel {
 namespace {
@@ -44,34 +45,7 @@ class OneTorchThread : public ::testing::Environment {
 };
 const auto* const kOneTorchThread = ::testing::AddGlobalTestEnvironment(new OneTorchThread);
 
-// Runs body(comm) on `size` threads, each with its Communicator over one
-// MemoryStore. A rank that throws aborts its communicator (so the others
-// fail fast instead of waiting out the timeout) and becomes a test failure.
-void run_ranks(int size, const std::function<void(ccl::Communicator& comm)>& body) {
-  auto store = std::make_shared<ccl::MemoryStore>();
-  ccl::CommConfig config;
-  config.timeout = 20s;
-  config.connect_timeout = 20s;
-  std::mutex mutex;
-  std::vector<std::string> errors;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank) {
-    threads.emplace_back([&, rank] {
-      std::shared_ptr<ccl::Communicator> comm;
-      try {
-        at::init_num_threads();
-        comm = ccl::Communicator::create(store, rank, size, config);
-        body(*comm);
-      } catch (const std::exception& e) {
-        if (comm) comm->abort(e.what());
-        std::lock_guard<std::mutex> lock(mutex);
-        errors.push_back("rank " + std::to_string(rank) + " of " + std::to_string(size) + " threw: " + e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& e : errors) ADD_FAILURE() << e;
-}
+using test::run_ranks;
 
 double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
   const double reference = b.to(torch::kDouble).norm().item<double>();

@@ -59,6 +59,8 @@ TEST(RunConfig, BadInputNamesTheKey) {
   EXPECT_EQ(error_key(set({"train.retain_memory_mb=-1"})), "train.retain_memory_mb");
   EXPECT_EQ(error_key(set({"train.retain_memory_mb=4096"})), "train.retain_memory_mb");
   EXPECT_EQ(error_key(set({"parallel.schedule=zigzag"})), "parallel.schedule");
+  EXPECT_EQ(error_key(set({"parallel.zero=2"})), "parallel.zero");
+  EXPECT_EQ(error_key(set({"parallel.zero=-1"})), "parallel.zero");
   EXPECT_EQ(error_key(set({"train.min_lr=1.0", "train.lr=0.1"})), "train.min_lr");
   EXPECT_EQ(error_key([] { Tunables k; define_run_keys(k); apply_override(k, "novalue"); }), "");
 }

@@ -31,8 +31,21 @@ void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const
 
 }  // namespace
 
+namespace {
+std::vector<bool> decay_flags(const std::vector<at::Tensor>& parameters) {
+  std::vector<bool> decay;
+  for (const auto& p : parameters) decay.push_back(AdamW::decays(p));
+  return decay;
+}
+}  // namespace
+
 AdamW::AdamW(std::vector<at::Tensor> parameters, AdamWOptions options)
-    : parameters_(std::move(parameters)), options_(options) {
+    : AdamW(parameters, decay_flags(parameters), options) {}
+
+AdamW::AdamW(std::vector<at::Tensor> parameters, std::vector<bool> decay, AdamWOptions options)
+    : parameters_(std::move(parameters)), decay_(std::move(decay)), options_(options) {
+  GIANT_CHECK(decay_.size() == parameters_.size(), "AdamW: ", decay_.size(), " decay flags for ",
+              parameters_.size(), " parameters");
   GIANT_CHECK(options_.beta1 >= 0 && options_.beta1 < 1 && options_.beta2 >= 0 &&
                   options_.beta2 < 1,
               "AdamW betas must be in [0, 1), got ", options_.beta1, ", ", options_.beta2);
@@ -57,7 +70,7 @@ void AdamW::step(double lr) {
     if (!grad.defined()) {
       continue;
     }
-    const double decay = decays(parameters_[i]) ? options_.weight_decay : 0.0;
+    const double decay = decay_[i] ? options_.weight_decay : 0.0;
     update(parameters_[i], grad, moments_[i], lr, decay);
   }
 }

@@ -23,6 +23,9 @@ struct AdamWOptions {
 class AdamW {
  public:
   AdamW(std::vector<at::Tensor> parameters, AdamWOptions options);
+  // decay[i]: whether parameter i decays (e.g. stretches of a sharded
+  // optimizer, which are flat, take their parameter's decays()).
+  AdamW(std::vector<at::Tensor> parameters, std::vector<bool> decay, AdamWOptions options);
 
   // One update at learning rate `lr` of every parameter that has a gradient.
   void step(double lr);
@@ -41,6 +44,7 @@ class AdamW {
               double decay) const;
 
   std::vector<at::Tensor> parameters_;
+  std::vector<bool> decay_;
   std::vector<Moments> moments_;
   AdamWOptions options_;
   int64_t step_ = 0;

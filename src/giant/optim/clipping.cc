@@ -16,6 +16,11 @@ double global_grad_norm(const std::vector<at::Tensor>& parameters) {
 
 double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
                         ccl::Communicator* shard_group) {
+  return global_grad_norm(parameters, is_shard, shard_group, nullptr);
+}
+
+double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
+                        ccl::Communicator* shard_group, ccl::Communicator* partition_group) {
   GIANT_CHECK(is_shard.empty() || is_shard.size() == parameters.size(), "is_shard has ", is_shard.size(),
               " entries for ", parameters.size(), " parameters");
   double shards = 0.0, replicated = 0.0;
@@ -25,6 +30,12 @@ double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::ve
       const double norm = grad.norm().item<double>();
       (!is_shard.empty() && is_shard[i] ? shards : replicated) += norm * norm;
     }
+  }
+  if (partition_group != nullptr && partition_group->size() > 1) {
+    at::Tensor parts = at::tensor({shards, replicated}, at::kDouble);
+    parallel::allreduce_(parts, *partition_group);
+    shards = parts[0].item<double>();
+    replicated = parts[1].item<double>();
   }
   if (shard_group != nullptr && shard_group->size() > 1) {
     at::Tensor total = at::full({1}, shards, at::kDouble);

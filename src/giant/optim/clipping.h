@@ -21,6 +21,11 @@ double global_grad_norm(const std::vector<at::Tensor>& parameters);
 // replicas need no reduction: their gradients are already averaged.
 double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
                         ccl::Communicator* shard_group);
+// The same when the parameters are split further across `partition_group`
+// (a sharded optimizer's data-parallel ranks, each holding disjoint
+// stretches): every part is summed over it first.
+double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
+                        ccl::Communicator* shard_group, ccl::Communicator* partition_group);
 
 // Scales every gradient by max_norm / norm when norm > max_norm (no-op when
 // max_norm <= 0). `norm` is global_grad_norm's result, so it can be combined

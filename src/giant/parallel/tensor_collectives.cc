@@ -130,6 +130,38 @@ ccl::Work allreduce_async(const at::Tensor& tensor, ccl::Communicator& comm, ccl
   return allreduce_into(tensor, tensor, comm, op);
 }
 
+namespace {
+// The size of block `rank` of a flat host tensor split into comm.size() equal blocks.
+size_t checked_block(const at::Tensor& flat, ccl::Communicator& comm, const char* what) {
+  GIANT_CHECK(flat.device().is_cpu() && flat.is_contiguous() && flat.dim() == 1, what,
+              " needs a flat contiguous host tensor, got ", flat.dim(), " dimension(s) on ", flat.device());
+  GIANT_CHECK(flat.numel() % comm.size() == 0, what, ": ", flat.numel(), " elements do not split into ",
+              comm.size(), " equal blocks");
+  return static_cast<size_t>(flat.numel() / comm.size());
+}
+}  // namespace
+
+ccl::Work reduce_scatter_blocks_async(const at::Tensor& flat, ccl::Communicator& comm, ccl::ReduceOp op) {
+  const size_t block = checked_block(flat, comm, "reduce_scatter_blocks_async");
+  ccl::ReduceScatterOptions options;
+  options.input = flat.data_ptr();
+  options.output = static_cast<char*>(flat.data_ptr()) + comm.rank() * block * flat.element_size();
+  options.count = block;
+  options.dtype = ccl_dtype(flat.scalar_type());
+  options.op = op;
+  return ccl::reduce_scatter(comm, options);
+}
+
+ccl::Work allgather_blocks_async(const at::Tensor& flat, ccl::Communicator& comm) {
+  const size_t block = checked_block(flat, comm, "allgather_blocks_async");
+  ccl::AllgatherOptions options;
+  options.input = static_cast<char*>(flat.data_ptr()) + comm.rank() * block * flat.element_size();
+  options.output = flat.data_ptr();
+  options.count = block;
+  options.dtype = ccl_dtype(flat.scalar_type());
+  return ccl::allgather(comm, options);
+}
+
 void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
   if (comm.size() == 1 && op != ccl::ReduceOp::avg) return;
   at::Tensor host = host_view(tensor);

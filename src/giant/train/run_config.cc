@@ -108,6 +108,7 @@ void define_run_keys(Tunables& k) {
   k.define_bool("parallel.auto", false, "let the planner choose dp, tp and the micro-batch for the ranks started");
   k.define_string("parallel.cluster", "", "cluster file for parallel.auto (from giant plan --calibrate)");
   k.define_real("parallel.bucket_mb", 4, "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)");
+  k.define_int("parallel.zero", 0, "ZeRO stage: 0 keeps the whole optimizer state on every dp rank, 1 shards it and the update over them");
 
   k.define_int("train.global_batch", 16, "sequences per optimizer step, over all dp ranks");
   k.define_int("train.micro_batch", 16, "sequences per micro-batch per dp rank");
@@ -197,6 +198,11 @@ RunConfig run_config_from(const Tunables& k) {
   p.cluster = k.get_string("parallel.cluster");
   p.bucket_mb = k.get_real("parallel.bucket_mb");
   if (!(p.bucket_mb > 0)) throw ConfigError("parallel.bucket_mb", "must be positive");
+  p.zero = k.get_int("parallel.zero");
+  if (p.zero != 0 && p.zero != 1) {
+    throw ConfigError("parallel.zero", "must be 0 or 1 (stages 2 and 3 are not implemented), got " +
+                                           std::to_string(p.zero));
+  }
   for (const char* key : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.virtual_stages"}) {
     if (k.get_int(key) < 1) {
       throw ConfigError(key, "must be at least 1, got " + std::to_string(k.get_int(key)));

@@ -87,6 +87,10 @@ struct Trainer::State {
   parallel::LayerStack model{nullptr};
   std::vector<torch::Tensor> parameters;
   std::unique_ptr<optim::AdamW> optimizer;
+  // What the optimizer updates: the parameters, or with a sharded optimizer
+  // the stretches of them this rank owns (and whether each is a tp shard).
+  std::vector<at::Tensor> updated;
+  std::vector<bool> updated_is_shard;
   std::unique_ptr<MetricsLog> metrics;
   std::filesystem::path out_dir;
 
@@ -186,13 +190,26 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   }
   if (s.mesh && c.parallel.dp > 1) {
     s.reducer = std::make_unique<parallel::GradientReducer>(
-        s.parameters, s.mesh->dp_grads(), static_cast<int64_t>(c.parallel.bucket_mb * (1 << 20)));
+        s.parameters, s.mesh->dp_grads(), static_cast<int64_t>(c.parallel.bucket_mb * (1 << 20)),
+        c.parallel.zero == 1);
+  }
+  std::vector<bool> decay;
+  if (s.reducer && s.reducer->shards_optimizer()) {
+    s.updated = s.reducer->owned_parameters();
+    for (size_t source : s.reducer->owned_parameter_source()) {
+      s.updated_is_shard.push_back(s.is_shard[source]);
+      decay.push_back(optim::AdamW::decays(s.parameters[source]));
+    }
+  } else {
+    s.updated = s.parameters;
+    s.updated_is_shard = s.is_shard;
+    for (const auto& p : s.parameters) decay.push_back(optim::AdamW::decays(p));
   }
   optim::AdamWOptions adam;
   adam.beta1 = c.train.beta1;
   adam.beta2 = c.train.beta2;
   adam.weight_decay = c.train.weight_decay;
-  s.optimizer = std::make_unique<optim::AdamW>(s.parameters, adam);
+  s.optimizer = std::make_unique<optim::AdamW>(s.updated, decay, adam);
 }
 
 Trainer::~Trainer() = default;
@@ -282,11 +299,14 @@ TrainSummary Trainer::run() {
     bool applied = false;
     {
       RECORD_USER_SCOPE("giant::optimizer");
-      grad_norm = optim::global_grad_norm(s.parameters, s.is_shard, s.mesh ? &s.mesh->tp() : nullptr);
+      const bool sharded = s.reducer && s.reducer->shards_optimizer();
+      grad_norm = optim::global_grad_norm(s.updated, s.updated_is_shard, s.mesh ? &s.mesh->tp() : nullptr,
+                                          sharded ? &s.mesh->dp_grads() : nullptr);
       applied = step_guard.accept(step + 1, loss, grad_norm);
       if (applied) {
-        optim::clip_grads_to_norm(s.parameters, grad_norm, t.grad_clip);
+        optim::clip_grads_to_norm(s.updated, grad_norm, t.grad_clip);
         s.optimizer->step(lr);
+        if (sharded) s.reducer->gather_parameters();
       }
     }
     const double optimizer_s = optimizer_watch.seconds();

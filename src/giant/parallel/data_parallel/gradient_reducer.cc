@@ -35,8 +35,9 @@ at::Tensor GradientReducer::bucket_storage(int64_t elements, const at::TensorOpt
 }
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
-                                 int64_t bucket_bytes)
-    : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()) {
+                                 int64_t bucket_bytes, bool shard_optimizer)
+    : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()),
+      shard_optimizer_(shard_optimizer) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
   // Group by dtype and device too: a bucket is one flat tensor.
   std::vector<std::vector<size_t>> groups;
@@ -58,6 +59,8 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
   for (size_t b = 0; b < groups.size(); ++b) {
     int64_t elements = 0;
     for (size_t i : groups[b]) elements += parameters_[i].numel();
+    // Sharded: padded to equal blocks (the padding stays zero).
+    if (shard_optimizer_) elements = (elements + comm_.size() - 1) / comm_.size() * comm_.size();
     const at::Tensor& first = parameters_[groups[b].front()];
     buckets_[b].buffer = bucket_storage(elements, first.options().requires_grad(false));
     buckets_[b].parameters = groups[b].size();
@@ -69,6 +72,7 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
       bucket_of_[i] = b;
     }
   }
+  if (shard_optimizer_) shard(groups);
   for (size_t i = 0; i < parameters_.size(); ++i) {
     // The parameter holds its accumulator only weakly: keep it alive, or
     // the hook would vanish with the first graph.
@@ -77,6 +81,41 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
     hook_keys_.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>(this, i)));
     accumulators_.push_back(std::move(accumulator));
   }
+}
+
+void GradientReducer::shard(const std::vector<std::vector<size_t>>& groups) {
+  at::NoGradGuard no_grad;
+  const int64_t rank = comm_.rank();
+  for (size_t b = 0; b < groups.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    bucket.parameters_buffer = bucket_storage(bucket.buffer.numel(), bucket.buffer.options());
+    const int64_t block = bucket.buffer.numel() / comm_.size();
+    const int64_t mine_begin = rank * block, mine_end = mine_begin + block;
+    int64_t offset = 0;
+    for (size_t i : groups[b]) {
+      at::Tensor& p = parameters_[i];
+      const int64_t n = p.numel();
+      at::Tensor flat = bucket.parameters_buffer.narrow(0, offset, n);
+      flat.copy_(p.reshape({n}));
+      // Every holder of the parameter (its module) sees the new storage.
+      p.set_data(flat.view(p.sizes()));
+      const int64_t begin = std::max(offset, mine_begin), end = std::min(offset + n, mine_end);
+      if (begin < end) {
+        at::Tensor owned = bucket.parameters_buffer.narrow(0, begin, end - begin);
+        owned.mutable_grad() = bucket.buffer.narrow(0, begin, end - begin);
+        owned_.push_back(owned);
+        owned_source_.push_back(i);
+      }
+      offset += n;
+    }
+  }
+}
+
+void GradientReducer::gather_parameters() {
+  if (!shard_optimizer_ || comm_.size() == 1) return;
+  std::vector<ccl::Work> works;
+  for (auto& bucket : buckets_) works.push_back(allgather_blocks_async(bucket.parameters_buffer, comm_));
+  for (auto& work : works) work.wait();
 }
 
 GradientReducer::~GradientReducer() {
@@ -121,7 +160,8 @@ void GradientReducer::launch_in_order() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].ready >= buckets_[next_launch_].parameters) {
     Bucket& bucket = buckets_[next_launch_++];
     if (comm_.size() > 1) {
-      bucket.work = allreduce_async(bucket.buffer, comm_, ccl::ReduceOp::avg);
+      bucket.work = shard_optimizer_ ? reduce_scatter_blocks_async(bucket.buffer, comm_, ccl::ReduceOp::avg)
+                                     : allreduce_async(bucket.buffer, comm_, ccl::ReduceOp::avg);
     }
     bucket.launched = true;
   }

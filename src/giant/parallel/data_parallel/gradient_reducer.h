@@ -9,6 +9,13 @@
 // every rank (a complete bucket waits for the ones before it), since ccl
 // matches operations by issue order. finish() launches what remains (e.g.
 // parameters the step did not use) and waits for everything.
+//
+// With the optimizer sharded (ZeRO stage 1), each bucket is split into
+// equal blocks, one per rank, and reduce-scattered instead: a rank gets the
+// average of its block only, updates just the parameters' elements in it
+// (owned_parameters(): views of its block, each with its gradient attached),
+// and gather_parameters() then copies every other block from its owner. The
+// parameters' data moves into flat buffers laid out like the gradients'.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +37,8 @@ class GradientReducer {
  public:
   // Parameters are bucketed in reverse order (the order backward produces
   // their gradients), each bucket up to bucket_bytes (at least one parameter).
-  GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes);
+  GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes,
+                  bool shard_optimizer = false);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -42,22 +50,36 @@ class GradientReducer {
   // are reduced (earlier ones just accumulate locally).
   void begin_micro_batch(bool last);
   // Launches the buckets not launched yet and waits for all; afterwards every
-  // gradient is the average over the ranks. Returns the seconds it waited.
+  // gradient is the average over the ranks (sharded: those of the owned
+  // stretches; the rest keep this rank's own). Returns the seconds it waited.
   double finish();
 
   size_t num_buckets() const { return buckets_.size(); }
+  bool shards_optimizer() const { return shard_optimizer_; }
+  // Sharded: the stretches of parameters in this rank's blocks, flat views of
+  // the parameters' data whose .grad() is the matching stretch of gradient,
+  // and which parameter each comes from. Empty otherwise.
+  const std::vector<at::Tensor>& owned_parameters() const { return owned_; }
+  const std::vector<size_t>& owned_parameter_source() const { return owned_source_; }
+  // Sharded: after the owned stretches were updated, every rank's parameters
+  // again hold the whole update (collective; a no-op when not sharded).
+  void gather_parameters();
   // Called by the hooks.
   void mark_ready(size_t parameter);
 
  private:
   struct Bucket {
     at::Tensor buffer;
+    at::Tensor parameters_buffer;  // sharded: the parameters' data, laid out like buffer
     size_t parameters = 0;
     size_t ready = 0;
     ccl::Work work;
     bool launched = false;
   };
   void launch_in_order();
+  // Sharded: moves each parameter's data into its bucket's parameters_buffer
+  // and records the stretches of this rank's blocks.
+  void shard(const std::vector<std::vector<size_t>>& groups);
   // A zeroed flat bucket (collective over comm_: a shared buffer on the host).
   at::Tensor bucket_storage(int64_t elements, const at::TensorOptions& options);
 
@@ -67,6 +89,9 @@ class GradientReducer {
   std::vector<size_t> bucket_of_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hook_keys_;
+  std::vector<at::Tensor> owned_;
+  std::vector<size_t> owned_source_;
+  const bool shard_optimizer_;
   size_t next_launch_ = 0;
   bool last_micro_batch_ = true;
 };

@@ -1,0 +1,132 @@
+// Data-parallel gradient reduction (GradientReducer) over world sizes 1 to 4,
+// replicated and with the optimizer sharded (ZeRO stage 1), on exact inputs:
+// small integers, so every sum is exact and the average is within one
+// rounding (relative 1e-6). Buckets are made small so a step spans several,
+// and parameter sizes are odd so blocks cut through parameters and padding.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "giant/base/error.h"
+#include "giant/parallel/data_parallel/gradient_reducer.h"
+#include "giant/parallel/tensor_collectives.h"
+#include "parallel/support/rank_threads.h"
+
+namespace giant::parallel {
+namespace {
+
+using test::run_ranks;
+
+const std::vector<std::vector<int64_t>> kShapes{{3, 5}, {7}, {2, 2, 3}, {1}, {4, 9}};
+constexpr int64_t kBucketBytes = 64;  // a few parameters per bucket
+
+// Parameter i of rank r: element k is i * 100 + k; its gradient (r + 1) * (k % 5 + 1 + i).
+std::vector<torch::Tensor> make_parameters() {
+  std::vector<torch::Tensor> parameters;
+  for (size_t i = 0; i < kShapes.size(); ++i) {
+    const int64_t n = c10::multiply_integers(kShapes[i]);
+    parameters.push_back((torch::arange(n, torch::kFloat) + 100.0 * i).reshape(kShapes[i]).requires_grad_(true));
+  }
+  return parameters;
+}
+torch::Tensor local_gradient(size_t i, int rank) {
+  const int64_t n = c10::multiply_integers(kShapes[i]);
+  return ((torch::arange(n, torch::kFloat).remainder(5) + 1 + static_cast<double>(i)) * (rank + 1)).reshape(kShapes[i]);
+}
+torch::Tensor average_gradient(size_t i, int size) {
+  return local_gradient(i, 0) * ((size + 1) / 2.0);  // the mean of 1..size
+}
+
+TEST(GradientReducer, ReplicatedAveragesEveryGradient) {
+  for (int size : {1, 2, 3, 4}) {
+    run_ranks(size, [&](ccl::Communicator& comm) {
+      auto parameters = make_parameters();
+      GradientReducer reducer(parameters, comm, kBucketBytes);
+      EXPECT_GT(reducer.num_buckets(), 2u);
+      EXPECT_FALSE(reducer.shards_optimizer());
+      EXPECT_TRUE(reducer.owned_parameters().empty());
+      for (int step = 0; step < 2; ++step) {  // buckets are reused
+        reducer.zero_grad();
+        reducer.begin_micro_batch(true);
+        for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad().copy_(local_gradient(i, comm.rank()));
+        reducer.finish();
+        for (size_t i = 0; i < parameters.size(); ++i) {
+          EXPECT_TRUE(torch::allclose(parameters[i].grad(), average_gradient(i, size), 1e-6, 0))
+              << "parameter " << i << " rank " << comm.rank() << " of " << size;
+        }
+      }
+    });
+  }
+}
+
+TEST(GradientReducer, ShardedOwnsEachElementOnceAndGathersTheUpdate) {
+  for (int size : {1, 2, 3, 4}) {
+    std::mutex mutex;
+    std::map<int, std::vector<torch::Tensor>> gathered;  // by rank: the parameters after the update
+    int64_t owned_total = 0;
+    run_ranks(size, [&](ccl::Communicator& comm) {
+      const int rank = comm.rank();
+      auto parameters = make_parameters();
+      std::vector<torch::Tensor> initial;
+      for (const auto& p : parameters) initial.push_back(p.detach().clone());
+      std::vector<const void*> storage;
+      for (const auto& p : parameters) storage.push_back(p.data_ptr());
+      GradientReducer reducer(parameters, comm, kBucketBytes, /*shard_optimizer=*/true);
+      EXPECT_TRUE(reducer.shards_optimizer());
+      // The data moved into the flat buffers, values kept, the same tensors.
+      for (size_t i = 0; i < parameters.size(); ++i) {
+        EXPECT_NE(parameters[i].data_ptr(), storage[i]) << "parameter " << i;
+        EXPECT_TRUE(torch::equal(parameters[i].detach(), initial[i])) << "parameter " << i;
+        EXPECT_TRUE(parameters[i].requires_grad());
+      }
+      reducer.zero_grad();
+      reducer.begin_micro_batch(true);
+      for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad().copy_(local_gradient(i, rank));
+      reducer.finish();
+      // Each owned stretch carries the average of its elements' gradients.
+      const auto& owned = reducer.owned_parameters();
+      const auto& source = reducer.owned_parameter_source();
+      ASSERT_EQ(owned.size(), source.size());
+      int64_t mine = 0;
+      for (size_t k = 0; k < owned.size(); ++k) {
+        const size_t i = source[k];
+        const auto offset = (static_cast<const char*>(owned[k].data_ptr()) -
+                             static_cast<const char*>(parameters[i].data_ptr())) / static_cast<int64_t>(sizeof(float));
+        const torch::Tensor expected = average_gradient(i, size).reshape({-1}).narrow(0, offset, owned[k].numel());
+        EXPECT_TRUE(torch::allclose(owned[k].grad(), expected, 1e-6, 0)) << "stretch " << k << " rank " << rank;
+        mine += owned[k].numel();
+        owned[k].fill_(-(rank + 1));  // the update: the owner's mark
+      }
+      reducer.gather_parameters();
+      std::lock_guard<std::mutex> lock(mutex);
+      owned_total += mine;
+      for (const auto& p : parameters) gathered[rank].push_back(p.detach().clone());
+    });
+    // Every element is owned by exactly one rank, and every rank holds every owner's update.
+    int64_t elements = 0;
+    for (const auto& shape : kShapes) elements += c10::multiply_integers(shape);
+    EXPECT_EQ(owned_total, elements) << "size " << size;
+    ASSERT_EQ(gathered.size(), static_cast<size_t>(size));
+    for (size_t i = 0; i < kShapes.size(); ++i) {
+      EXPECT_TRUE((gathered[0][i] < 0).all().item<bool>()) << "parameter " << i << " not wholly updated, size " << size;
+      for (int r = 1; r < size; ++r) {
+        EXPECT_TRUE(torch::equal(gathered[r][i], gathered[0][i])) << "parameter " << i << " rank " << r;
+      }
+    }
+  }
+}
+
+TEST(TensorCollectives, BlocksRefuseTensorsThatDoNotSplit) {
+  run_ranks(2, [&](ccl::Communicator& comm) {
+    EXPECT_THROW(reduce_scatter_blocks_async(torch::zeros({5}), comm, ccl::ReduceOp::sum), Error);
+    EXPECT_THROW(allgather_blocks_async(torch::zeros({2, 2}), comm), Error);
+  });
+}
+
+}  // namespace
+}  // namespace giant::parallel
