@@ -22,8 +22,10 @@ namespace {
 
 using test::run_ranks;
 
-const std::vector<std::vector<int64_t>> kShapes{{3, 5}, {7}, {2, 2, 3}, {1}, {4, 9}};
-constexpr int64_t kBucketBytes = 64;  // a few parameters per bucket
+// Odd sizes; the last two are large enough (over 32 KiB a bucket) for the
+// in-place shared-memory paths.
+const std::vector<std::vector<int64_t>> kShapes{{3, 5}, {7}, {2, 2, 3}, {1}, {4, 9}, {101, 97}, {9001}};
+constexpr int64_t kBucketBytes = 64;  // a few small parameters per bucket
 
 // Parameter i of rank r: element k is i * 100 + k; its gradient (r + 1) * (k % 5 + 1 + i).
 std::vector<torch::Tensor> make_parameters() {
@@ -64,7 +66,13 @@ TEST(GradientReducer, ReplicatedAveragesEveryGradient) {
   }
 }
 
-TEST(GradientReducer, ShardedOwnsEachElementOnceAndGathersTheUpdate) {
+// Over shared memory (reduce-scatter and gather in place on shared buffers)
+// and over tcp (the ring algorithms, in place on plain memory).
+class ShardedReducer : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Transports, ShardedReducer, ::testing::Values("auto", "tcp"));
+
+TEST_P(ShardedReducer, OwnsEachElementOnceAndGathersTheUpdate) {
+  const std::string transport = GetParam();
   for (int size : {1, 2, 3, 4}) {
     std::mutex mutex;
     std::map<int, std::vector<torch::Tensor>> gathered;  // by rank: the parameters after the update
@@ -106,7 +114,7 @@ TEST(GradientReducer, ShardedOwnsEachElementOnceAndGathersTheUpdate) {
       std::lock_guard<std::mutex> lock(mutex);
       owned_total += mine;
       for (const auto& p : parameters) gathered[rank].push_back(p.detach().clone());
-    });
+    }, transport);
     // Every element is owned by exactly one rank, and every rank holds every owner's update.
     int64_t elements = 0;
     for (const auto& shape : kShapes) elements += c10::multiply_integers(shape);

@@ -15,12 +15,13 @@
 
 namespace giant::parallel::test {
 
-void run_ranks(int size, const std::function<void(ccl::Communicator& comm)>& body) {
+void run_ranks(int size, const std::function<void(ccl::Communicator& comm)>& body, const std::string& transport) {
   using namespace std::chrono_literals;
   auto store = std::make_shared<ccl::MemoryStore>();
   ccl::CommConfig config;
   config.timeout = 20s;
   config.connect_timeout = 20s;
+  config.transport = transport;
   std::mutex mutex;
   std::vector<std::string> errors;
   std::vector<std::thread> threads;
