@@ -235,6 +235,11 @@ TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
   EXPECT_EQ(c.train.global_batch % (c.parallel.dp * c.train.micro_batch), 0);
   EXPECT_NE(chosen.find("parallel.auto: dp="), std::string::npos);
   EXPECT_NO_THROW(check_layout(c, 2));
+  // With the optimizer sharded, the planner is asked about that stage.
+  RunConfig sharded = configured({"parallel.auto=true", "parallel.cluster=\"" + file + "\"", "parallel.zero=1"});
+  EXPECT_NE(choose_layout(sharded, 2).find("parallel.auto: dp="), std::string::npos);
+  EXPECT_EQ(sharded.parallel.zero, 1);
+  EXPECT_NO_THROW(check_layout(sharded, 2));
 
   auto key_of = [&](std::vector<std::string> overrides, int world_size) {
     try {

@@ -37,7 +37,7 @@ std::string choose_layout(RunConfig& config, int world_size) {
   model.global_batch = config.train.global_batch;
   planner::SearchOptions options;
   options.filter.pp = 1;
-  options.filter.zero = 0;
+  options.filter.zero = static_cast<int>(config.parallel.zero);  // the trainer's stage, as set
   options.filter.recompute = planner::Recompute::none;
   options.filter.sequence_parallel = false;
   options.allow_sequence_parallel = false;
