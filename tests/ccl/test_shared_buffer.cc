@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ccl/support/ranks.h"
@@ -26,6 +27,29 @@ CommConfig config_with(const char* transport) {
 // Rank r's element i: small integers, so every order of summation is exact.
 float value(int rank, size_t i) { return static_cast<float>((rank + 1) * (i % 7 + 1)); }
 
+// The reduction with op of value(r, i) over ranks 0..n-1 (exact).
+float reduced(ReduceOp op, int n, size_t i) {
+  const float unit = static_cast<float>(i % 7 + 1);
+  return op == ReduceOp::max ? n * unit : op == ReduceOp::avg ? unit * (n + 1) / 2.0f : unit * n * (n + 1) / 2;
+}
+
+// Every element of data[0, total) equals expected(i) exactly; the first few
+// that do not are reported with `where`.
+template <class Expected>
+void expect_elements(const float* data, size_t total, Expected expected, const std::string& where) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < total; ++i) {
+    const float want = expected(i);
+    if (data[i] != want && wrong++ < 3) ADD_FAILURE() << where << " element " << i << ": " << data[i] << " != " << want;
+  }
+  EXPECT_EQ(wrong, 0u) << where;
+}
+
+std::string where(Communicator& comm, int round) {
+  return "n=" + std::to_string(comm.size()) + " rank " + std::to_string(comm.rank()) + " round " +
+         std::to_string(round);
+}
+
 // Fills [first, first + count) of the buffer, allreduces it in place with op,
 // and checks it; the rest of the buffer must be untouched.
 void check_stretch(Communicator& comm, SharedBuffer& buffer, size_t first, size_t count, ReduceOp op, int round) {
@@ -38,20 +62,9 @@ void check_stretch(Communicator& comm, SharedBuffer& buffer, size_t first, size_
   o.count = count;
   o.op = op;
   allreduce(comm, o).wait();
-  const int n = comm.size();
-  size_t wrong = 0;
-  for (size_t i = 0; i < total; ++i) {
-    float expected = -1.0f - static_cast<float>(round);
-    if (i >= first && i < first + count) {
-      float unit = static_cast<float>(i % 7 + 1);
-      expected = op == ReduceOp::max ? n * unit : op == ReduceOp::avg ? unit * (n + 1) / 2.0f : unit * n * (n + 1) / 2;
-    }
-    if (data[i] != expected && wrong++ < 3) {
-      ADD_FAILURE() << "n=" << n << " rank " << comm.rank() << " round " << round << " element " << i << ": "
-                    << data[i] << " != " << expected;
-    }
-  }
-  EXPECT_EQ(wrong, 0u) << "n=" << n << " rank " << comm.rank() << " first=" << first << " count=" << count;
+  expect_elements(data, total, [&](size_t i) {
+    return i >= first && i < first + count ? reduced(op, comm.size(), i) : -1.0f - static_cast<float>(round);
+  }, where(comm, round) + " first=" + std::to_string(first) + " count=" + std::to_string(count));
 }
 
 TEST(SharedBuffer, AllreduceInPlaceReadsPeersBuffers) {
@@ -88,21 +101,11 @@ void check_reduce_scatter_stretch(Communicator& comm, SharedBuffer& buffer, size
   o.op = op;
   reduce_scatter(comm, o).wait();
   const size_t mine = first + static_cast<size_t>(comm.rank()) * block;
-  size_t wrong = 0;
-  for (size_t i = 0; i < total; ++i) {
-    float expected = outside;
-    if (i >= mine && i < mine + block) {
-      float unit = static_cast<float>((i - first) % 7 + 1);
-      expected = op == ReduceOp::max ? n * unit : op == ReduceOp::avg ? unit * (n + 1) / 2.0f : unit * n * (n + 1) / 2;
-    } else if (i >= first && i < first + block * n) {
-      expected = value(comm.rank(), i - first);
-    }
-    if (data[i] != expected && wrong++ < 3) {
-      ADD_FAILURE() << "n=" << n << " rank " << comm.rank() << " round " << round << " element " << i << ": "
-                    << data[i] << " != " << expected;
-    }
-  }
-  EXPECT_EQ(wrong, 0u) << "n=" << n << " rank " << comm.rank() << " first=" << first << " block=" << block;
+  expect_elements(data, total, [&](size_t i) {
+    if (i >= mine && i < mine + block) return reduced(op, n, i - first);
+    if (i >= first && i < first + block * n) return value(comm.rank(), i - first);
+    return outside;
+  }, where(comm, round) + " first=" + std::to_string(first) + " block=" + std::to_string(block));
 }
 
 // Allgather in place (input = this rank's block of the output): every block
@@ -120,19 +123,11 @@ void check_allgather_stretch(Communicator& comm, SharedBuffer& buffer, size_t fi
   o.output = data + first;
   o.count = block;
   allgather(comm, o).wait();
-  size_t wrong = 0;
-  for (size_t i = 0; i < total; ++i) {
-    float expected = outside;
-    if (i >= first && i < first + block * n) {
-      const size_t owner = (i - first) / block;
-      expected = value(static_cast<int>(owner), (i - first) % block + static_cast<size_t>(round));
-    }
-    if (data[i] != expected && wrong++ < 3) {
-      ADD_FAILURE() << "n=" << n << " rank " << comm.rank() << " round " << round << " element " << i << ": "
-                    << data[i] << " != " << expected;
-    }
-  }
-  EXPECT_EQ(wrong, 0u) << "n=" << n << " rank " << comm.rank() << " first=" << first << " block=" << block;
+  expect_elements(data, total, [&](size_t i) {
+    if (i < first || i >= first + block * n) return outside;
+    const int owner = static_cast<int>((i - first) / block);
+    return value(owner, (i - first) % block + static_cast<size_t>(round));
+  }, where(comm, round) + " first=" + std::to_string(first) + " block=" + std::to_string(block));
 }
 
 TEST(SharedBuffer, ReduceScatterAndAllgatherInPlace) {

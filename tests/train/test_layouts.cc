@@ -157,7 +157,8 @@ TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
       worst_loss = std::max(worst_loss, std::abs(result.losses[step] - single.losses[step]) / single.losses[step]);
     }
     double worst_param = 0;
-    for (const RankResult& rank : layout.zero == 0 ? result.ranks : std::vector<RankResult>{}) {
+    for (const RankResult& rank : result.ranks) {
+      if (layout.zero == 1) break;  // its ranks hold the average of their own blocks only
       ASSERT_EQ(rank.first_grads.size(), reference.first_grads.size());
       for (const auto& [name, grad] : rank.first_grads) {
         const torch::Tensor expected =

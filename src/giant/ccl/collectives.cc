@@ -139,6 +139,12 @@ SharedStretch find_shared_stretch(Communicator& comm, Algorithm algorithm, bool 
   return found;
 }
 
+// Where this rank's block of a buffer of equal blocks starts: an in-place
+// reduce-scatter's output, an in-place allgather's input.
+const char* rank_block(const void* whole, int rank, size_t block_bytes) {
+  return static_cast<const char*>(whole) + static_cast<size_t>(rank) * block_bytes;
+}
+
 void copy_if_distinct(void* out, const void* in, size_t nbytes) { detail::move_bytes(out, in, nbytes); }
 
 void gather_blocks(OpContext& ctx, Algorithm algorithm, const void* input, void* output,
@@ -291,8 +297,7 @@ Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
   // In place (output is this rank's block of input) on a shared buffer:
   // each rank reduces its block straight from the peers' buffers.
   const size_t elem = dtype_size(o.dtype);
-  const bool in_place = static_cast<const char*>(o.input) + static_cast<size_t>(comm.rank()) * o.count * elem ==
-                        static_cast<const char*>(o.output);
+  const bool in_place = rank_block(o.input, comm.rank(), o.count * elem) == o.output;
   const SharedStretch shared = find_shared_stretch(comm, algorithm, in_place, o.input, o.count * n * elem);
   auto desc =
       describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), shared.aux, algorithm);
@@ -324,19 +329,18 @@ Work allgather(Communicator& comm, const AllgatherOptions& o) {
   // In place (input is this rank's block of output) on a shared buffer: each
   // rank copies the peers' blocks straight from their buffers.
   const size_t elem = dtype_size(o.dtype);
-  const bool in_place = static_cast<const char*>(o.output) + static_cast<size_t>(comm.rank()) * o.count * elem ==
-                        static_cast<const char*>(o.input);
+  const bool in_place = rank_block(o.output, comm.rank(), o.count * elem) == o.input;
   const SharedStretch shared = find_shared_stretch(comm, algorithm, in_place, o.output, o.count * comm.size() * elem);
   auto desc = describe(OpKind::allgather, o.dtype, o.count, -1, 0, shared.aux, algorithm);
   std::vector<size_t> counts(comm.size(), o.count);
-  return submit(comm, desc, o, [o, algorithm, counts, hl, shared](OpContext& ctx) {
+  return submit(comm, desc, o, [o, algorithm, counts, hl, shared, elem](OpContext& ctx) {
     if (!shared.buffers.empty()) {
-      detail::allgather_shared_buffers(ctx, shared.buffers, shared.offset, o.count, dtype_size(o.dtype));
+      detail::allgather_shared_buffers(ctx, shared.buffers, shared.offset, o.count, elem);
     } else if (algorithm == Algorithm::hierarchical) {
       detail::allgather_hierarchical(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count,
-                                     dtype_size(o.dtype), hl.hosts, hl.ring);
+                                     elem, hl.hosts, hl.ring);
     } else {
-      gather_blocks(ctx, algorithm, o.input, o.output, detail::BlockLayout::from_counts(counts), dtype_size(o.dtype));
+      gather_blocks(ctx, algorithm, o.input, o.output, detail::BlockLayout::from_counts(counts), elem);
     }
   });
 }

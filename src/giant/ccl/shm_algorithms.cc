@@ -154,20 +154,26 @@ namespace {
 // into its own view (its input first, then the peers' in order), and once
 // every block is reduced copies each into out (skipping its own if out is
 // its view).
+// Reduces [at, at + count bytes) of every local rank's view into this rank's
+// own, its input first and then the peers' in order.
 template <class View>
-void reduce_and_share_chunk(ShmSteps& st, uint32_t s, View view, char* out, size_t cnt, DType dtype, ReduceOp op) {
-  const size_t elem = dtype_size(dtype);
-  const BlockLayout blocks = BlockLayout::balanced(cnt, st.n);
-  st.wait_posted(s);
-  const size_t at = blocks.offset[st.me] * elem;
+void reduce_into_own_view(ShmSteps& st, View view, size_t at, size_t count, DType dtype, ReduceOp op) {
   char* mine = view(st.me) + at;
   Sources srcs;
   srcs.push(mine);
   for (int q = 0; q < st.n; ++q) {
     if (q != st.me) srcs.push(view(q) + at);
   }
-  fold(mine, srcs, blocks.count[st.me], dtype, op);
-  if (op == ReduceOp::avg) finish_average(mine, blocks.count[st.me], dtype, st.n);
+  fold(mine, srcs, count, dtype, op);
+  if (op == ReduceOp::avg) finish_average(mine, count, dtype, st.n);
+}
+
+template <class View>
+void reduce_and_share_chunk(ShmSteps& st, uint32_t s, View view, char* out, size_t cnt, DType dtype, ReduceOp op) {
+  const size_t elem = dtype_size(dtype);
+  const BlockLayout blocks = BlockLayout::balanced(cnt, st.n);
+  st.wait_posted(s);
+  reduce_into_own_view(st, view, blocks.offset[st.me] * elem, blocks.count[st.me], dtype, op);
   st.mark_reduced(s);
   st.wait_reduced(s);
   for (int q = 0; q < st.n; ++q) {
@@ -228,13 +234,7 @@ void reduce_scatter_shared_buffers(OpContext& ctx, const std::vector<char*>& buf
   const size_t at = offset + static_cast<size_t>(st.me) * count * dtype_size(dtype);
   st.post(s);
   st.wait_posted(s);
-  Sources srcs;
-  srcs.push(buffers[st.me] + at);
-  for (int q = 0; q < st.n; ++q) {
-    if (q != st.me) srcs.push(buffers[q] + at);
-  }
-  fold(buffers[st.me] + at, srcs, count, dtype, op);
-  if (op == ReduceOp::avg) finish_average(buffers[st.me] + at, count, dtype, st.n);
+  reduce_into_own_view(st, [&](int q) { return buffers[q]; }, at, count, dtype, op);
   st.release(s);
   // Peers read their blocks of this rank's buffer until they release.
   st.wait_released(s);

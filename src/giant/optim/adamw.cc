@@ -29,14 +29,12 @@ void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const
   });
 }
 
-}  // namespace
-
-namespace {
 std::vector<bool> decay_flags(const std::vector<at::Tensor>& parameters) {
   std::vector<bool> decay;
   for (const auto& p : parameters) decay.push_back(AdamW::decays(p));
   return decay;
 }
+
 }  // namespace
 
 AdamW::AdamW(std::vector<at::Tensor> parameters, AdamWOptions options)

@@ -193,23 +193,24 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
         s.parameters, s.mesh->dp_grads(), static_cast<int64_t>(c.parallel.bucket_mb * (1 << 20)),
         c.parallel.zero == 1);
   }
-  std::vector<bool> decay;
+  optim::AdamWOptions adam;
+  adam.beta1 = c.train.beta1;
+  adam.beta2 = c.train.beta2;
+  adam.weight_decay = c.train.weight_decay;
   if (s.reducer && s.reducer->shards_optimizer()) {
+    // Flat stretches: each takes its parameter's tp marking and decay.
+    std::vector<bool> decay;
     s.updated = s.reducer->owned_parameters();
     for (size_t source : s.reducer->owned_parameter_source()) {
       s.updated_is_shard.push_back(s.is_shard[source]);
       decay.push_back(optim::AdamW::decays(s.parameters[source]));
     }
+    s.optimizer = std::make_unique<optim::AdamW>(s.updated, decay, adam);
   } else {
     s.updated = s.parameters;
     s.updated_is_shard = s.is_shard;
-    for (const auto& p : s.parameters) decay.push_back(optim::AdamW::decays(p));
+    s.optimizer = std::make_unique<optim::AdamW>(s.updated, adam);
   }
-  optim::AdamWOptions adam;
-  adam.beta1 = c.train.beta1;
-  adam.beta2 = c.train.beta2;
-  adam.weight_decay = c.train.weight_decay;
-  s.optimizer = std::make_unique<optim::AdamW>(s.updated, decay, adam);
 }
 
 Trainer::~Trainer() = default;
