@@ -4,7 +4,8 @@
 # 4 heads, sequence 128, vocabulary 256, AdamW, the bundled corpus):
 #   single           giant train, 1 process x 1 thread, batch 8
 #   dp2              giant launch --nproc 2, parallel.dp=2, 1 thread each, batch 8 per rank
-#   dp2_zero1        dp2 with the optimizer sharded (parallel.zero=1, ZeRO stage 1)
+#                    (the default ZeRO stage 1: optimizer state and update sharded)
+#   dp2_zero0        dp2 with the whole optimizer on each rank (parallel.zero=0)
 #   two_independent  two concurrent single processes, no communication: the bound
 #                    for dp2 (tokens/s summed, step time the mean of the two; the
 #                    slower of the two is kept too: a synchronous step cannot beat it)
@@ -16,12 +17,12 @@
 # step is not counted); then the median of the R medians per configuration.
 #
 # usage: bench/train/compare_parallel.sh [BUILD_DIR] [--reps 5] [--steps 20]
-#            [--configs "single dp2 dp2_zero1 two_independent pytorch_ddp tp2"]
+#            [--configs "single dp2 dp2_zero0 two_independent pytorch_ddp tp2"]
 # Lines: `bench=train_parallel config=C rep=R tokens_per_s=.. step_s=.. comm_wait_s=..`
 # per run, `bench=train_parallel config=C median ...` per configuration, and last
 # `summary dp2_step_over_two_independent=.. dp2_step_over_two_independent_paired=..
 # dp2_step_over_slower_independent_paired=.. dp2_tokens_over_pytorch_ddp=..
-# (the same four for dp2_zero1) tp2_tokens_over_single=..` (NA where a
+# (the same four for dp2_zero0) tp2_tokens_over_single=..` (NA where a
 # configuration was not run); _paired is the median over repetitions of the
 # ratio within each one;
 # dp2_step_over_slower_independent_paired compares dp2 with the slower of the two
@@ -36,7 +37,7 @@ source bench/train/common.sh
 build_dir=build
 reps=5
 steps=20
-configs="single dp2 dp2_zero1 two_independent pytorch_ddp tp2"
+configs="single dp2 dp2_zero0 two_independent pytorch_ddp tp2"
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -53,9 +54,9 @@ if ! [[ $steps =~ ^[0-9]+$ ]] || (( steps < 2 )); then
 fi
 read -r -a config_list <<< "$configs"
 for c in "${config_list[@]}"; do
-  case $c in single|dp2|dp2_zero1|two_independent|pytorch_ddp|tp2) ;;
+  case $c in single|dp2|dp2_zero0|two_independent|pytorch_ddp|tp2) ;;
     *) echo "compare_parallel.sh: --configs: unknown configuration '$c'" \
-            "(known: single dp2 dp2_zero1 two_independent pytorch_ddp tp2)" >&2; exit 2 ;;
+            "(known: single dp2 dp2_zero0 two_independent pytorch_ddp tp2)" >&2; exit 2 ;;
   esac
 done
 (( ${#config_list[@]} > 0 )) || { echo "compare_parallel.sh: --configs is empty" >&2; exit 2; }
@@ -71,7 +72,7 @@ common=(--set model.layers=4 --set model.hidden=256 --set model.heads=4 --set mo
         --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0)
 single_flags=(--set train.global_batch=8 --set train.micro_batch=8)
 dp2_flags=(--set parallel.dp=2 --set train.global_batch=16 --set train.micro_batch=8)
-dp2_zero1_flags=("${dp2_flags[@]}" --set parallel.zero=1)
+dp2_zero0_flags=("${dp2_flags[@]}" --set parallel.zero=0)
 tp2_flags=(--set parallel.tp=2 --set train.global_batch=8 --set train.micro_batch=8)
 launch=("$giant" launch --nproc 2 --)
 ddp=("${peer_malloc[@]}" "$python" bench/train/pytorch_ddp.py --nproc 2 --threads 1 --batch 8 --layers 4 --hidden 256
@@ -107,7 +108,7 @@ run_giant() {  # name, then the command line
 }
 run_single() { run_giant single "$giant" train "${common[@]}" "${single_flags[@]}"; comm_wait_s=0; }
 run_dp2() { run_giant dp2 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}"; }
-run_dp2_zero1() { run_giant dp2_zero1 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_zero1_flags[@]}"; }
+run_dp2_zero0() { run_giant dp2_zero0 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_zero0_flags[@]}"; }
 run_tp2() { run_giant tp2 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}"; }
 run_two_independent() {
   local i
@@ -147,7 +148,7 @@ echo "# torch: $("$python" -c 'import torch; print(torch.__version__)') ($python
 commands=(
   "single: $giant train ${common[*]} ${single_flags[*]} --set $(out_flag single)"
   "dp2: ${launch[*]} $giant train ${common[*]} ${dp2_flags[*]} --set $(out_flag dp2)"
-  "dp2_zero1: ${launch[*]} $giant train ${common[*]} ${dp2_zero1_flags[*]} --set $(out_flag dp2_zero1)"
+  "dp2_zero0: ${launch[*]} $giant train ${common[*]} ${dp2_zero0_flags[*]} --set $(out_flag dp2_zero0)"
   "two_independent: 2 concurrent x $giant train ${common[*]} ${single_flags[*]} --set $(out_flag "independent\$i"), i = 0, 1"
   "pytorch_ddp: ${ddp[*]}"
   "tp2: ${launch[*]} $giant train ${common[*]} ${tp2_flags[*]} --set $(out_flag tp2)")
@@ -157,7 +158,7 @@ done
 echo "# reps=$reps steps=$steps configs=\"${config_list[*]}\" (order rotates each repetition)"
 
 declare -A all_tokens all_step all_comm rep_step paired_ratios slower_ratios
-dp_variants="dp2 dp2_zero1"
+dp_variants="dp2 dp2_zero0"
 n=${#config_list[@]}
 for ((rep = 0; rep < reps; ++rep)); do
   for ((k = 0; k < n; ++k)); do
@@ -179,7 +180,7 @@ for ((rep = 0; rep < reps; ++rep)); do
 done
 
 declare -A med_tokens med_step med_comm
-for c in single dp2 dp2_zero1 two_independent pytorch_ddp tp2; do med_tokens[$c]=NA med_step[$c]=NA med_comm[$c]=NA; done
+for c in single dp2 dp2_zero0 two_independent pytorch_ddp tp2; do med_tokens[$c]=NA med_step[$c]=NA med_comm[$c]=NA; done
 printf '%-16s %14s %10s %12s\n' config tokens_per_s step_s comm_wait_s
 for c in "${config_list[@]}"; do
   med_tokens[$c]=$(tr ' ' '\n' <<< "${all_tokens[$c]}" | grep . | median)

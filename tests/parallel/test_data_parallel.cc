@@ -129,6 +129,45 @@ TEST_P(ShardedReducer, OwnsEachElementOnceAndGathersTheUpdate) {
   }
 }
 
+// The gather started behind the update: waiting through parameter i makes
+// parameters 0..i whole in order; finish() of the next step waits for any
+// still in flight before the next update may start.
+TEST_P(ShardedReducer, GathersBehindTheNextForwardInParameterOrder) {
+  const std::string transport = GetParam();
+  for (int size : {1, 2, 3}) {
+    run_ranks(size, [&](ccl::Communicator& comm) {
+      auto parameters = make_parameters();
+      GradientReducer reducer(parameters, comm, kBucketBytes, /*shard_optimizer=*/true);
+      ASSERT_GT(reducer.num_buckets(), 2u);
+      auto step = [&](float mark) {  // every owner writes its mark on its stretches
+        reducer.zero_grad();
+        reducer.begin_micro_batch(true);
+        for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad().fill_(1.0f);
+        reducer.finish();
+        for (const auto& owned : reducer.owned_parameters()) owned.detach().fill_(mark - comm.rank());
+        reducer.gather_parameters_async();
+      };
+      auto updated_by = [&](size_t i, float mark) {  // every element carries some owner's mark
+        const torch::Tensor p = parameters[i].detach();
+        return ((p <= mark) & (p > mark - size)).all().item<bool>();
+      };
+      step(-10.0f);
+      for (size_t i = 0; i < parameters.size(); ++i) {
+        reducer.wait_parameters_through(i);
+        EXPECT_TRUE(updated_by(i, -10.0f)) << "parameter " << i << " rank " << comm.rank() << " of " << size;
+      }
+      step(-20.0f);
+      reducer.zero_grad();
+      reducer.begin_micro_batch(true);
+      reducer.finish();  // with nothing waited for: it waits for the gather
+      for (size_t i = 0; i < parameters.size(); ++i) {
+        EXPECT_TRUE(updated_by(i, -20.0f)) << "parameter " << i << " rank " << comm.rank() << " of " << size;
+      }
+      EXPECT_EQ(reducer.wait_parameters(), 0.0);  // nothing left in flight
+    }, transport);
+  }
+}
+
 TEST(TensorCollectives, BlocksRefuseTensorsThatDoNotSplit) {
   run_ranks(2, [&](ccl::Communicator& comm) {
     EXPECT_THROW(reduce_scatter_blocks_async(torch::zeros({5}), comm, ccl::ReduceOp::sum), Error);

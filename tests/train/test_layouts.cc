@@ -6,13 +6,19 @@
 // gradients after one step, 1e-4 relative for each of 20 losses. With a
 // sharded optimizer (parallel.zero=1), whose ranks hold the average of their
 // own blocks only, the final parameters are checked instead against the same
-// layout without it: relative norm <= 1e-5 per tensor.
+// layout without it: bitwise equal without clipping; with clipping relative
+// norm <= 1e-4 per tensor, since the gradient norm then sums the owners'
+// stretches in another order (the clipping scale differs in its last bits,
+// which 20 AdamW steps magnify to about 5e-5 here). Buckets are small
+// (parallel.bucket_mb=0.01), so gradients are reduced in several pieces and
+// the sharded parameters gathered layer by layer behind the next forward.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -35,6 +41,7 @@ namespace {
 struct Layout {
   int dp, tp;
   int zero = 0;
+  bool clip = true;  // false: train.grad_clip=0
 };
 
 struct RankResult {
@@ -62,7 +69,8 @@ class LayoutTest : public ::testing::Test {
          "train.micro_batch=2", "train.steps=20", "train.lr=3e-3", "train.warmup_steps=2", "train.threads=1",
          "train.eval_every=0", "train.eval_batches=1", "train.sample_tokens=0", "data.val_fraction=0.2",
          "parallel.dp=" + std::to_string(layout.dp), "parallel.tp=" + std::to_string(layout.tp),
-         "parallel.zero=" + std::to_string(layout.zero),
+         "parallel.zero=" + std::to_string(layout.zero), "parallel.bucket_mb=0.01",
+         std::string("train.grad_clip=") + (layout.clip ? "1" : "0"),
          "data.path=\"" + dir_.path() + "/text.txt\"", "train.out_dir=\"" + dir_.path() + "/" + name + "\""}));
   }
 
@@ -142,19 +150,25 @@ TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
   EXPECT_LT(single.losses.back(), single.losses.front());
   const RankResult& reference = single.ranks[0];
 
-  std::map<std::pair<int, int>, RunResult> unsharded;  // by (dp, tp)
-  for (Layout layout : {Layout{1, 2}, Layout{2, 1}, Layout{2, 2}, Layout{1, 4}, Layout{2, 1, 1}, Layout{2, 2, 1}}) {
+  std::map<std::tuple<int, int, bool>, RunResult> unsharded;  // by (dp, tp, clip)
+  for (Layout layout : {Layout{1, 2}, Layout{2, 1}, Layout{2, 2}, Layout{1, 4}, Layout{2, 1, 1}, Layout{2, 2, 1},
+                        Layout{2, 1, 0, false}, Layout{2, 1, 1, false}}) {
     SCOPED_TRACE("dp " + std::to_string(layout.dp) + " tp " + std::to_string(layout.tp) + " zero " +
-                 std::to_string(layout.zero));
+                 std::to_string(layout.zero) + (layout.clip ? "" : " without clipping"));
+    if (!layout.clip && layout.zero == 0) {  // only the reference of the next
+      unsharded.emplace(std::make_tuple(layout.dp, layout.tp, false), run(layout));
+      continue;
+    }
     const RunResult result = run(layout);
     ASSERT_EQ(result.losses.size(), single.losses.size());
-    EXPECT_LE(std::abs(result.losses[0] - single.losses[0]) / single.losses[0], 1e-5);
-    for (size_t step = 0; step < single.losses.size(); ++step) {
-      EXPECT_LE(std::abs(result.losses[step] - single.losses[step]) / single.losses[step], 1e-4) << step;
-    }
     double worst_grad = 0, worst_loss = 0;
-    for (size_t step = 0; step < single.losses.size(); ++step) {
-      worst_loss = std::max(worst_loss, std::abs(result.losses[step] - single.losses[step]) / single.losses[step]);
+    if (layout.clip) {  // the single process clips
+      EXPECT_LE(std::abs(result.losses[0] - single.losses[0]) / single.losses[0], 1e-5);
+      for (size_t step = 0; step < single.losses.size(); ++step) {
+        const double error = std::abs(result.losses[step] - single.losses[step]) / single.losses[step];
+        EXPECT_LE(error, 1e-4) << step;
+        worst_loss = std::max(worst_loss, error);
+      }
     }
     double worst_param = 0;
     for (const RankResult& rank : result.ranks) {
@@ -170,18 +184,24 @@ TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
       }
     }
     if (layout.zero == 1) {
-      const RunResult& plain = unsharded.at({layout.dp, layout.tp});
+      const RunResult& plain = unsharded.at({layout.dp, layout.tp, layout.clip});
       for (size_t r = 0; r < result.ranks.size(); ++r) {
         for (const auto& [name, value] : result.ranks[r].final_params) {
-          const double error = relative_error(value, plain.ranks[r].final_params.at(name));
+          const torch::Tensor& expected = plain.ranks[r].final_params.at(name);
+          const double error = relative_error(value, expected);
           worst_param = std::max(worst_param, error);
-          EXPECT_LE(error, 1e-5) << name << " on rank " << r << " against zero=0";
+          if (layout.clip) {
+            EXPECT_LE(error, 1e-4) << name << " on rank " << r << " against zero=0";
+          } else {
+            EXPECT_TRUE(torch::equal(value, expected)) << name << " on rank " << r << " against zero=0";
+          }
         }
       }
     }
-    std::printf("layout dp=%d tp=%d zero=%d: worst gradient relative error %.2e, worst loss relative error %.2e, "
+    std::printf("layout dp=%d tp=%d zero=%d%s: worst gradient relative error %.2e, worst loss relative error %.2e, "
                 "worst final parameter relative error against zero=0 %.2e\n",
-                layout.dp, layout.tp, layout.zero, worst_grad, worst_loss, worst_param);
+                layout.dp, layout.tp, layout.zero, layout.clip ? "" : " (no clipping)", worst_grad, worst_loss,
+                worst_param);
     // Replicated parameters are bitwise equal on every rank; a shard on every
     // data-parallel replica of its tp rank.
     for (const RankResult& rank : result.ranks) {
@@ -192,7 +212,7 @@ TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
             << name << " differs between ranks (dp " << rank.dp_rank << ", tp " << rank.tp_rank << ")";
       }
     }
-    if (layout.zero == 0) unsharded.emplace(std::make_pair(layout.dp, layout.tp), result);
+    if (layout.zero == 0) unsharded.emplace(std::make_tuple(layout.dp, layout.tp, layout.clip), result);
   }
 }
 
@@ -236,11 +256,11 @@ TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
   EXPECT_EQ(c.train.global_batch % (c.parallel.dp * c.train.micro_batch), 0);
   EXPECT_NE(chosen.find("parallel.auto: dp="), std::string::npos);
   EXPECT_NO_THROW(check_layout(c, 2));
-  // With the optimizer sharded, the planner is asked about that stage.
-  RunConfig sharded = configured({"parallel.auto=true", "parallel.cluster=\"" + file + "\"", "parallel.zero=1"});
-  EXPECT_NE(choose_layout(sharded, 2).find("parallel.auto: dp="), std::string::npos);
-  EXPECT_EQ(sharded.parallel.zero, 1);
-  EXPECT_NO_THROW(check_layout(sharded, 2));
+  // The planner is asked about the ZeRO stage parallel.zero sets (1 by default, here 0).
+  RunConfig replicated = configured({"parallel.auto=true", "parallel.cluster=\"" + file + "\"", "parallel.zero=0"});
+  EXPECT_NE(choose_layout(replicated, 2).find("parallel.auto: dp="), std::string::npos);
+  EXPECT_EQ(replicated.parallel.zero, 0);
+  EXPECT_NO_THROW(check_layout(replicated, 2));
 
   auto key_of = [&](std::vector<std::string> overrides, int world_size) {
     try {

@@ -115,10 +115,16 @@ class Sources {
 };
 
 // dst = srcs[0] op srcs[1] op ... (in that order); dst may be srcs[0].
-void fold(char* dst, const Sources& srcs, size_t count, DType dtype, ReduceOp op) {
+// With `average` (and op avg) each piece is then divided by the number of
+// sources while it is still in cache: the same bits as a second pass over
+// dst, without reading it from memory again.
+void fold(char* dst, const Sources& srcs, size_t count, DType dtype, ReduceOp op, bool average) {
   const size_t elem = dtype_size(dtype);
-  if (srcs.size() == 1) {
+  const int n = static_cast<int>(srcs.size());
+  const bool divide = average && op == ReduceOp::avg;
+  if (n == 1) {
     move_bytes(dst, srcs[0], count * elem);
+    if (divide) finish_average(dst, count, dtype, 1);
     return;
   }
   const size_t piece = std::max<size_t>(1, kFoldPieceBytes / elem);
@@ -127,6 +133,7 @@ void fold(char* dst, const Sources& srcs, size_t count, DType dtype, ReduceOp op
     size_t at = off * elem;
     reduce_into(dst + at, srcs[0] + at, srcs[1] + at, c, dtype, op);
     for (size_t k = 2; k < srcs.size(); ++k) reduce_into(dst + at, dst + at, srcs[k] + at, c, dtype, op);
+    if (divide) finish_average(dst + at, c, dtype, n);
   }
 }
 
@@ -140,8 +147,8 @@ void allreduce_one_step(ShmSteps& st, const char* in, char* out, size_t count, D
   // Every rank folds all inputs in local rank order: the same bits everywhere.
   Sources srcs;
   for (int q = 0; q < st.n; ++q) srcs.push(st.slot(q, s));
-  fold(out, srcs, count, dtype, op);
-  st.release(s);
+  fold(out, srcs, count, dtype, op, false);
+  st.release(s);  // out is this rank's own: divide after the peers may go on
   if (op == ReduceOp::avg) finish_average(out, count, dtype, st.n);
 }
 
@@ -164,8 +171,7 @@ void reduce_into_own_view(ShmSteps& st, View view, size_t at, size_t count, DTyp
   for (int q = 0; q < st.n; ++q) {
     if (q != st.me) srcs.push(view(q) + at);
   }
-  fold(mine, srcs, count, dtype, op);
-  if (op == ReduceOp::avg) finish_average(mine, count, dtype, st.n);
+  fold(mine, srcs, count, dtype, op, true);
 }
 
 template <class View>
@@ -320,8 +326,7 @@ void reduce_scatter_shm(OpContext& ctx, const char* in, const SpanLayout& layout
       Sources srcs;
       for (int q = 0; q < st.n; ++q) srcs.push(st.slot(q, s) + st.me * piece * elem);
       size_t cnt = std::min(piece, mine - base);
-      fold(out + base * elem, srcs, cnt, dtype, op);
-      if (finish_avg && op == ReduceOp::avg) finish_average(out + base * elem, cnt, dtype, st.n);
+      fold(out + base * elem, srcs, cnt, dtype, op, finish_avg);
     }
     st.release(s);
   });

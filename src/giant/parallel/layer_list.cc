@@ -43,8 +43,9 @@ void LayerStackImpl::append(const std::string& name, torch::nn::AnyModule module
 }
 
 torch::Tensor LayerStackImpl::forward(torch::Tensor input) {
-  for (auto& layer : layers_) {
-    input = layer.forward<torch::Tensor>(std::move(input));
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (before_layer_) before_layer_(i);
+    input = layers_[i].forward<torch::Tensor>(std::move(input));
   }
   return input;
 }

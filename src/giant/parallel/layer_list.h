@@ -92,6 +92,9 @@ class LayerStackImpl : public torch::nn::Module {
   void append(const std::string& name, torch::nn::AnyModule module);
   // Runs every layer in order; layer i's output is layer i+1's input.
   torch::Tensor forward(torch::Tensor input);
+  // Called with i before layer i runs (e.g. to wait until its parameters
+  // have arrived); empty to remove.
+  void set_before_layer(std::function<void(size_t)> hook) { before_layer_ = std::move(hook); }
   size_t size() const { return layers_.size(); }
   torch::nn::AnyModule& layer(size_t i) { return layers_.at(i); }
   const std::string& layer_name(size_t i) const { return names_.at(i); }
@@ -99,6 +102,7 @@ class LayerStackImpl : public torch::nn::Module {
  private:
   std::vector<torch::nn::AnyModule> layers_;
   std::vector<std::string> names_;
+  std::function<void(size_t)> before_layer_;
 };
 TORCH_MODULE(LayerStack);
 

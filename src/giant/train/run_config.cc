@@ -108,7 +108,7 @@ void define_run_keys(Tunables& k) {
   k.define_bool("parallel.auto", false, "let the planner choose dp, tp and the micro-batch for the ranks started");
   k.define_string("parallel.cluster", "", "cluster file for parallel.auto (from giant plan --calibrate)");
   k.define_real("parallel.bucket_mb", 4, "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)");
-  k.define_int("parallel.zero", 0, "ZeRO stage: 0 keeps the whole optimizer state on every dp rank, 1 shards it and the update over them");
+  k.define_int("parallel.zero", 1, "ZeRO stage: 1 shards the optimizer state and the update over the dp ranks, 0 keeps all of it on every one");
 
   k.define_int("train.global_batch", 16, "sequences per optimizer step, over all dp ranks");
   k.define_int("train.micro_batch", 16, "sequences per micro-batch per dp rank");

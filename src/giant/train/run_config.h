@@ -22,7 +22,7 @@ struct ParallelSettings {
   bool automatic = false;
   std::string cluster;  // parallel.auto's cluster file
   double bucket_mb = 4;
-  int64_t zero = 0;  // ZeRO stage: 0 or 1
+  int64_t zero = 1;  // ZeRO stage: 0 or 1 (no effect with dp = 1)
 };
 
 struct TrainSettings {

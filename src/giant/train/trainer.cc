@@ -79,6 +79,10 @@ struct Trainer::State {
   parallel::TensorParallelGroup tp;
   double tp_comm_seconds = 0;  // accumulated by the tensor-parallel layers
   std::unique_ptr<parallel::GradientReducer> reducer;
+  // Sharded optimizer: the last of `parameters` each layer needs (-1: none
+  // yet), and the seconds forward waited for the parameter gather.
+  std::vector<int64_t> layer_last_parameter;
+  double parameter_wait_seconds = 0;
   std::vector<std::string> parameter_names;
   std::vector<bool> is_shard;
   std::unique_ptr<data::Tokenizer> tokenizer;
@@ -119,6 +123,29 @@ struct Trainer::State {
     inputs = torch::empty({count, seq}, torch::kLong);
     targets = torch::empty({count, seq}, torch::kLong);
     sampler.fill(tokens, first, count, inputs.data_ptr<int64_t>(), targets.data_ptr<int64_t>());
+  }
+
+  // Sharded optimizer: the gather of a step's update runs behind the next
+  // forward, each layer waiting only for the buckets that hold its own
+  // parameters (and those gathered before them). Parameters are numbered
+  // layer by layer, in order.
+  void wait_for_parameters_layer_by_layer() {
+    int64_t through = -1;
+    for (size_t i = 0; i < model->size(); ++i) {
+      for (const auto& p : model->layer(i).ptr()->parameters()) {
+        ++through;
+        GIANT_CHECK(through < static_cast<int64_t>(parameters.size()) &&
+                        p.unsafeGetTensorImpl() == parameters[through].unsafeGetTensorImpl(),
+                    "layer ", model->layer_name(i), "'s parameters are not numbered in layer order");
+      }
+      layer_last_parameter.push_back(through);
+    }
+    GIANT_CHECK(through + 1 == static_cast<int64_t>(parameters.size()), "the layers hold ", through + 1, " of ",
+                parameters.size(), " parameters");
+    model->set_before_layer([this](size_t layer) {
+      const int64_t last = layer_last_parameter[layer];
+      if (last >= 0) parameter_wait_seconds += reducer->wait_parameters_through(static_cast<size_t>(last));
+    });
   }
 
   double evaluate() {
@@ -206,6 +233,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
       decay.push_back(optim::AdamW::decays(s.parameters[source]));
     }
     s.optimizer = std::make_unique<optim::AdamW>(s.updated, decay, adam);
+    s.wait_for_parameters_layer_by_layer();
   } else {
     s.updated = s.parameters;
     s.updated_is_shard = s.is_shard;
@@ -254,6 +282,7 @@ TrainSummary Trainer::run() {
     Stopwatch step_watch;
     double data_s = 0, forward_s = 0, backward_s = 0, loss_sum = 0;
     s.tp_comm_seconds = 0;
+    s.parameter_wait_seconds = 0;
     if (s.reducer) {
       s.reducer->zero_grad();
     } else {
@@ -290,7 +319,7 @@ TrainSummary Trainer::run() {
       comm_wait_s = s.reducer->finish();
       backward_s += comm_wait_s;
     }
-    comm_wait_s += s.tp_comm_seconds;
+    comm_wait_s += s.tp_comm_seconds + s.parameter_wait_seconds;
     if (s.hooks.after_backward) s.hooks.after_backward(step, s.parameters);
 
     Stopwatch optimizer_watch;
@@ -307,7 +336,7 @@ TrainSummary Trainer::run() {
       if (applied) {
         optim::clip_grads_to_norm(s.updated, grad_norm, t.grad_clip);
         s.optimizer->step(lr);
-        if (sharded) s.reducer->gather_parameters();
+        if (sharded) s.reducer->gather_parameters_async();  // waited for by the next forward
       }
     }
     const double optimizer_s = optimizer_watch.seconds();
@@ -372,6 +401,7 @@ TrainSummary Trainer::run() {
                       Progress::format_eta(run_watch.seconds()));
     }
   }
+  if (s.reducer) s.reducer->wait_parameters();
   trace.reset();
   s.progress.finish();
   summary.steps = t.steps;

@@ -24,7 +24,8 @@ namespace giant::train {
 struct TrainHooks {
   // Called after the backward passes of a step, before the guard looks at the
   // gradients (tests inject non-finite values here). With parallel.zero=1
-  // only the rank's own blocks hold the average over the replicas.
+  // (the default) and dp > 1 only the rank's own blocks hold the average
+  // over the replicas.
   std::function<void(int64_t step, const std::vector<at::Tensor>& parameters)> after_backward;
 };
 

@@ -112,20 +112,47 @@ void GradientReducer::shard(const std::vector<std::vector<size_t>>& groups) {
 }
 
 void GradientReducer::gather_parameters() {
-  if (!shard_optimizer_ || comm_.size() == 1) return;
-  std::vector<ccl::Work> works;
-  for (auto& bucket : buckets_) works.push_back(allgather_blocks_async(bucket.parameters_buffer, comm_));
-  for (auto& work : works) work.wait();
+  gather_parameters_async();
+  wait_parameters();
 }
+
+void GradientReducer::gather_parameters_async() {
+  if (!shard_optimizer_ || comm_.size() == 1) return;
+  // Buckets hold the parameters in reverse: the last holds the first ones.
+  for (size_t b = buckets_.size(); b-- > 0;) {
+    Bucket& bucket = buckets_[b];
+    GIANT_CHECK(!bucket.gathering, "a parameter gather started while the previous one is in flight");
+    bucket.gather = allgather_blocks_async(bucket.parameters_buffer, comm_);
+    bucket.gathering = true;
+  }
+}
+
+double GradientReducer::wait_parameters_through(size_t parameter) {
+  GIANT_CHECK(parameter < parameters_.size(), "parameter ", parameter, " of ", parameters_.size());
+  Stopwatch watch;
+  bool waited = false;
+  for (size_t b = buckets_.size(); b-- > bucket_of_[parameter];) {
+    Bucket& bucket = buckets_[b];
+    if (!bucket.gathering) continue;
+    bucket.gathering = false;
+    bucket.gather.wait();
+    waited = true;
+  }
+  return waited ? watch.seconds() : 0.0;
+}
+
+// Parameter 0 lies in the last bucket, the last parameter in the first.
+double GradientReducer::wait_parameters() { return wait_parameters_through(parameters_.size() - 1); }
 
 GradientReducer::~GradientReducer() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
   for (auto& bucket : buckets_) {
-    if (bucket.launched && !bucket.work.test()) {
-      // The peers are told; our buffer must outlive the operation.
-      comm_.abort("gradient reducer destroyed while a reduction was in flight");
+    for (auto [in_flight, work] : {std::pair{bucket.launched, &bucket.work}, {bucket.gathering, &bucket.gather}}) {
+      if (!in_flight || work->test()) continue;
+      // The peers are told; our buffers must outlive the operation.
+      comm_.abort("gradient reducer destroyed while a reduction or parameter gather was in flight");
       try {
-        bucket.work.wait();
+        work->wait();
       } catch (...) {
       }
     }
@@ -171,6 +198,7 @@ double GradientReducer::finish() {
   for (auto& bucket : buckets_) bucket.ready = bucket.parameters;
   launch_in_order();
   Stopwatch watch;
+  wait_parameters();  // normally done by the forward that used them
   for (auto& bucket : buckets_) {
     bucket.launched = false;
     bucket.work.wait();

@@ -14,8 +14,12 @@
 // equal blocks, one per rank, and reduce-scattered instead: a rank gets the
 // average of its block only, updates just the parameters' elements in it
 // (owned_parameters(): views of its block, each with its gradient attached),
-// and gather_parameters() then copies every other block from its owner. The
+// and the parameter gather then copies every other block from its owner. The
 // parameters' data moves into flat buffers laid out like the gradients'.
+// The gather can run behind the next forward: gather_parameters_async()
+// starts it bucket by bucket in the order forward needs them (the first
+// parameters' bucket first), and wait_parameters_through(p) returns once the
+// parameters up to p hold the whole update.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +53,8 @@ class GradientReducer {
   // Call before each micro-batch's backward: only the last one's gradients
   // are reduced (earlier ones just accumulate locally).
   void begin_micro_batch(bool last);
-  // Launches the buckets not launched yet and waits for all; afterwards every
+  // Launches the buckets not launched yet and waits for all (and for a
+  // parameter gather still in flight, so the update may start); afterwards every
   // gradient is the average over the ranks (sharded: those of the owned
   // stretches; the rest keep this rank's own). Returns the seconds it waited.
   double finish();
@@ -64,6 +69,14 @@ class GradientReducer {
   // Sharded: after the owned stretches were updated, every rank's parameters
   // again hold the whole update (collective; a no-op when not sharded).
   void gather_parameters();
+  // The same gather, started and not waited for. Until it is waited for
+  // (below, or by finish() before the next update may start), parameters
+  // may be read only up to what wait_parameters_through() returned for.
+  void gather_parameters_async();
+  // Waits until parameters 0..p (in the constructor's order) hold the whole
+  // update; wait_parameters() waits for all. They return the seconds waited.
+  double wait_parameters_through(size_t parameter);
+  double wait_parameters();
   // Called by the hooks.
   void mark_ready(size_t parameter);
 
@@ -75,6 +88,8 @@ class GradientReducer {
     size_t ready = 0;
     ccl::Work work;
     bool launched = false;
+    ccl::Work gather;  // sharded: the parameters' allgather
+    bool gathering = false;
   };
   void launch_in_order();
   // Sharded: moves each parameter's data into its bucket's parameters_buffer
