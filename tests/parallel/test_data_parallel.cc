@@ -52,14 +52,26 @@ TEST(GradientReducer, ReplicatedAveragesEveryGradient) {
       EXPECT_GT(reducer.num_buckets(), 2u);
       EXPECT_FALSE(reducer.shards_optimizer());
       EXPECT_TRUE(reducer.owned_parameters().empty());
-      for (int step = 0; step < 2; ++step) {  // buckets are reused
+      std::vector<void*> views;
+      for (const auto& p : parameters) views.push_back(p.grad().data_ptr());
+      // Buckets are reused; gradients arrive as fresh tensors, as from
+      // backward. In the second step parameter 2 gets none: it averages to
+      // zero, whatever its bucket held before.
+      for (int step = 0; step < 2; ++step) {
         reducer.zero_grad();
+        for (const auto& p : parameters) EXPECT_FALSE(p.grad().defined());
         reducer.begin_micro_batch(true);
-        for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad().copy_(local_gradient(i, comm.rank()));
+        for (size_t i = 0; i < parameters.size(); ++i) {
+          if (step == 1 && i == 2) continue;
+          parameters[i].mutable_grad() = local_gradient(i, comm.rank());
+        }
         reducer.finish();
         for (size_t i = 0; i < parameters.size(); ++i) {
-          EXPECT_TRUE(torch::allclose(parameters[i].grad(), average_gradient(i, size), 1e-6, 0))
-              << "parameter " << i << " rank " << comm.rank() << " of " << size;
+          EXPECT_EQ(parameters[i].grad().data_ptr(), views[i]) << "parameter " << i << " is not its bucket view";
+          const torch::Tensor expected =
+              step == 1 && i == 2 ? torch::zeros(kShapes[i]) : average_gradient(i, size);
+          EXPECT_TRUE(torch::allclose(parameters[i].grad(), expected, 1e-6, 0))
+              << "parameter " << i << " rank " << comm.rank() << " of " << size << " step " << step;
         }
       }
     });
@@ -94,7 +106,7 @@ TEST_P(ShardedReducer, OwnsEachElementOnceAndGathersTheUpdate) {
       }
       reducer.zero_grad();
       reducer.begin_micro_batch(true);
-      for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad().copy_(local_gradient(i, rank));
+      for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad() = local_gradient(i, rank);
       reducer.finish();
       // Each owned stretch carries the average of its elements' gradients.
       const auto& owned = reducer.owned_parameters();
@@ -142,7 +154,7 @@ TEST_P(ShardedReducer, GathersBehindTheNextForwardInParameterOrder) {
       auto step = [&](float mark) {  // every owner writes its mark on its stretches
         reducer.zero_grad();
         reducer.begin_micro_batch(true);
-        for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad().fill_(1.0f);
+        for (auto& p : parameters) p.mutable_grad() = torch::ones(p.sizes());
         reducer.finish();
         for (const auto& owned : reducer.owned_parameters()) owned.detach().fill_(mark - comm.rank());
         reducer.gather_parameters_async();

@@ -37,6 +37,7 @@ at::Tensor GradientReducer::bucket_storage(int64_t elements, const at::TensorOpt
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
                                  int64_t bucket_bytes, bool shard_optimizer)
     : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()),
+      grad_views_(parameters_.size()),
       shard_optimizer_(shard_optimizer) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
   // Group by dtype and device too: a bucket is one flat tensor.
@@ -67,7 +68,8 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
     int64_t offset = 0;
     for (size_t i : groups[b]) {
       at::Tensor& p = parameters_[i];
-      p.mutable_grad() = buckets_[b].buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      grad_views_[i] = buckets_[b].buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      p.mutable_grad() = grad_views_[i];
       offset += p.numel();
       bucket_of_[i] = b;
     }
@@ -162,12 +164,21 @@ GradientReducer::~GradientReducer() {
 void GradientReducer::zero_grad() {
   for (auto& bucket : buckets_) {
     GIANT_CHECK(!bucket.launched, "zero_grad while a gradient reduction is in flight (call finish first)");
-    bucket.buffer.zero_();
   }
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    GIANT_CHECK(parameters_[i].grad().defined(), "parameter ", i,
-                "'s gradient was detached from its bucket (use the reducer's zero_grad)");
+  for (auto& p : parameters_) p.mutable_grad().reset();
+}
+
+void GradientReducer::adopt_gradient(size_t parameter) {
+  at::Tensor& grad = parameters_[parameter].mutable_grad();
+  const at::Tensor& view = grad_views_[parameter];
+  if (grad.is_same(view)) return;  // accumulated in place
+  at::NoGradGuard no_grad;
+  if (grad.defined()) {
+    view.copy_(grad);
+  } else {
+    view.zero_();
   }
+  grad = view;
 }
 
 void GradientReducer::begin_micro_batch(bool last) {
@@ -177,6 +188,7 @@ void GradientReducer::begin_micro_batch(bool last) {
 }
 
 void GradientReducer::mark_ready(size_t parameter) {
+  adopt_gradient(parameter);
   if (!last_micro_batch_) return;
   Bucket& bucket = buckets_[bucket_of_[parameter]];
   ++bucket.ready;
@@ -195,6 +207,9 @@ void GradientReducer::launch_in_order() {
 }
 
 double GradientReducer::finish() {
+  // Parameters backward did not reach (or gradients set by hand) join their
+  // buckets before these are launched.
+  for (size_t i = 0; i < parameters_.size(); ++i) adopt_gradient(i);
   for (auto& bucket : buckets_) bucket.ready = bucket.parameters;
   launch_in_order();
   Stopwatch watch;

@@ -1,8 +1,11 @@
 // Data-parallel gradient averaging, overlapped with backward.
 //
 // Gradients live in a few contiguous buckets (each parameter's .grad() is a
-// view into one), so the autograd engine accumulates straight into them and
-// a bucket is reduced as one message. A post hook on each parameter's
+// view into one), and a bucket is reduced as one message. The first gradient
+// of a step lands in a fresh tensor from backward (zero_grad() clears them,
+// as setting them to none does) and is copied into the bucket at once, so
+// buckets are never zeroed nor added to zeros; later micro-batches
+// accumulate straight into the buckets. A post hook on each parameter's
 // gradient accumulator counts the gradients of the last micro-batch; as soon
 // as a bucket is complete its allreduce starts, asynchronously, on a
 // communicator of its own. Buckets are always launched in the same order on
@@ -47,8 +50,8 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  // Zeroes every gradient (the views stay in place). Use instead of the
-  // optimizer's zero_grad, which would detach them from the buckets.
+  // Clears every gradient (undefined until backward or finish(), which
+  // leaves every one a view of its bucket again: zero where none came).
   void zero_grad();
   // Call before each micro-batch's backward: only the last one's gradients
   // are reduced (earlier ones just accumulate locally).
@@ -77,7 +80,7 @@ class GradientReducer {
   // update; wait_parameters() waits for all. They return the seconds waited.
   double wait_parameters_through(size_t parameter);
   double wait_parameters();
-  // Called by the hooks.
+  // Called by the hooks, once a parameter's gradient is accumulated.
   void mark_ready(size_t parameter);
 
  private:
@@ -92,6 +95,9 @@ class GradientReducer {
     bool gathering = false;
   };
   void launch_in_order();
+  // Makes the parameter's gradient its bucket view again: copies a fresh
+  // gradient in, or zeroes the view when there is none.
+  void adopt_gradient(size_t parameter);
   // Sharded: moves each parameter's data into its bucket's parameters_buffer
   // and records the stretches of this rank's blocks.
   void shard(const std::vector<std::vector<size_t>>& groups);
@@ -102,6 +108,7 @@ class GradientReducer {
   ccl::Communicator& comm_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
+  std::vector<at::Tensor> grad_views_;  // each parameter's stretch of its bucket
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hook_keys_;
   std::vector<at::Tensor> owned_;
