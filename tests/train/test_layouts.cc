@@ -18,10 +18,10 @@
 
 #include <fstream>
 #include <map>
-#include <tuple>
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <torch/torch.h>
 

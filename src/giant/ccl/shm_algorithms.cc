@@ -152,15 +152,6 @@ void allreduce_one_step(ShmSteps& st, const char* in, char* out, size_t count, D
   if (op == ReduceOp::avg) finish_average(out, count, dtype, st.n);
 }
 
-}  // namespace
-
-namespace {
-
-// One chunk of an allreduce whose inputs lie in place at view(q) for every
-// local rank q (q's slot, or q's shared buffer): this rank reduces its block
-// into its own view (its input first, then the peers' in order), and once
-// every block is reduced copies each into out (skipping its own if out is
-// its view).
 // Reduces [at, at + count bytes) of every local rank's view into this rank's
 // own, its input first and then the peers' in order.
 template <class View>
@@ -174,6 +165,10 @@ void reduce_into_own_view(ShmSteps& st, View view, size_t at, size_t count, DTyp
   fold(mine, srcs, count, dtype, op, true);
 }
 
+// One chunk of an allreduce whose inputs lie in place at view(q) for every
+// local rank q (q's slot, or q's shared buffer): this rank reduces its block
+// into its own view, and once every block is reduced copies each into out
+// (move_bytes skips its own when out is its view).
 template <class View>
 void reduce_and_share_chunk(ShmSteps& st, uint32_t s, View view, char* out, size_t cnt, DType dtype, ReduceOp op) {
   const size_t elem = dtype_size(dtype);

@@ -79,10 +79,7 @@ struct Trainer::State {
   parallel::TensorParallelGroup tp;
   double tp_comm_seconds = 0;  // accumulated by the tensor-parallel layers
   std::unique_ptr<parallel::GradientReducer> reducer;
-  // Sharded optimizer: the last of `parameters` each layer needs (-1: none
-  // yet), and the seconds forward waited for the parameter gather.
-  std::vector<int64_t> layer_last_parameter;
-  double parameter_wait_seconds = 0;
+  double parameter_wait_seconds = 0;  // sharded optimizer: forward's wait for the gather
   std::vector<std::string> parameter_names;
   std::vector<bool> is_shard;
   std::unique_ptr<data::Tokenizer> tokenizer;
@@ -130,6 +127,7 @@ struct Trainer::State {
   // parameters (and those gathered before them). Parameters are numbered
   // layer by layer, in order.
   void wait_for_parameters_layer_by_layer() {
+    std::vector<int64_t> layer_last_parameter;  // the last each layer needs (-1: none yet)
     int64_t through = -1;
     for (size_t i = 0; i < model->size(); ++i) {
       for (const auto& p : model->layer(i).ptr()->parameters()) {
@@ -142,7 +140,7 @@ struct Trainer::State {
     }
     GIANT_CHECK(through + 1 == static_cast<int64_t>(parameters.size()), "the layers hold ", through + 1, " of ",
                 parameters.size(), " parameters");
-    model->set_before_layer([this](size_t layer) {
+    model->set_before_layer([this, layer_last_parameter = std::move(layer_last_parameter)](size_t layer) {
       const int64_t last = layer_last_parameter[layer];
       if (last >= 0) parameter_wait_seconds += reducer->wait_parameters_through(static_cast<size_t>(last));
     });
