@@ -171,7 +171,8 @@ size_t stripe_bytes(const CommConfig& config) {
 }  // namespace
 
 Engine::Engine(int rank, int size, CommConfig config, std::vector<PeerLinks> links, std::unique_ptr<ShmGroup> shm)
-    : rank_(rank), size_(size), config_(std::move(config)), departed_(size, false), pong_sequence_(size, 0),
+    : rank_(rank), size_(size), config_(std::move(config)), departed_(size, false), vanished_(size, false),
+      pong_sequence_(size, 0),
       shm_(std::move(shm)), announced_(size) {
   std::vector<std::vector<net::Fd>> data(size);
   control_.resize(size);
@@ -421,7 +422,11 @@ void Engine::at_boundary(OpContext& ctx, uint64_t boundary) {
     } else {
       announce_urgent();
       auto key = std::make_tuple(ctx.sequence(), boundary, round);
-      while (decisions_.find(key) == decisions_.end()) ctx.progress();
+      while (decisions_.find(key) == decisions_.end()) {
+        // Its decisions come before its sockets close: none can come now.
+        if (departed_[0] || vanished_[0]) throw CommError(0, gone_peer_message(0) + " during " + ctx.desc().describe());
+        ctx.progress();
+      }
       run = decisions_[key];
       decisions_.erase(key);
     }
@@ -559,6 +564,24 @@ void Engine::progress_once(const Deadline& until) {
     transport_->handle(poll_fds_.data() + data_start, poll_fds_.size() - data_start);
   }
   absorb_submissions();
+  judge_gone_peers();
+}
+
+void Engine::judge_gone_peers() {
+  // The tcp transport judges its own sockets as they close, and shared-memory
+  // collectives check that the peer's process lives; left are the mailbox's
+  // messages, just pumped, which nothing more can complete.
+  if (!mailbox_) return;
+  for (int p = 0; p < size_; ++p) {
+    if ((departed_[p] || vanished_[p]) && mailbox_->reaches(p) && mailbox_->waits_on(p)) {
+      throw CommError(p, gone_peer_message(p) + " with messages to or from it unfinished");
+    }
+  }
+}
+
+std::string Engine::gone_peer_message(int peer) const {
+  if (departed_[peer]) return rank_name(peer) + " has shut down its communicator";
+  return rank_name(peer) + " closed its connections unexpectedly (did the process die?)";
 }
 
 void Engine::explain_fault() {
@@ -596,9 +619,13 @@ void Engine::handle_control(int peer) {
   ssize_t n = ::recv(control_[peer].get(), &h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) {
+    // A rank may exit straight after its last operation, with or without
+    // destroying its communicator. What it sent before is still to be taken
+    // in (the data sockets and shared memory are read after this one), so it
+    // is judged by what this rank still waits on, not by the closing.
     control_[peer].reset();
-    if (departed_[peer]) return;
-    throw CommError(peer, rank_name(peer) + " closed its connections unexpectedly (did the process die?)");
+    if (!departed_[peer]) vanished_[peer] = true;
+    return;
   }
   try {
     net::recv_all(control_[peer].get(), &h, sizeof h, control_io_deadline());
@@ -697,6 +724,9 @@ void Engine::raise_timeout(const std::string& what, std::vector<int> waited_on) 
   // ask every peer and blame the one that does not answer.
   auto window = std::clamp(config_.timeout / 4, std::chrono::milliseconds(50), std::chrono::milliseconds(2000));
   std::vector<int> silent = unresponsive_peers(window);
+  for (int p : waited_on) {
+    if (departed_[p] || vanished_[p]) throw CommError(p, what + ": " + gone_peer_message(p));
+  }
   int culprit = -1;
   for (int p : waited_on) {
     if (std::find(silent.begin(), silent.end(), p) != silent.end()) {

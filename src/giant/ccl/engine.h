@@ -184,6 +184,10 @@ class Engine {
   void progress_once(const Deadline& until);
   void absorb_submissions();
   void handle_control(int peer);
+  // A peer that departed or vanished is a fault only once this rank still
+  // waits on it after taking in all it sent: throws then.
+  void judge_gone_peers();
+  std::string gone_peer_message(int peer) const;
   // Before blaming a peer for a broken or closed socket, waits briefly for a
   // report from any peer on the control sockets and throws it if one comes.
   void explain_fault();
@@ -207,7 +211,8 @@ class Engine {
   const int size_;
   const CommConfig config_;
   std::vector<net::Fd> control_;
-  std::vector<bool> departed_;
+  std::vector<bool> departed_;   // said goodbye: its communicator is shut down
+  std::vector<bool> vanished_;   // closed its control socket without a goodbye: its process ended
   std::vector<uint64_t> pong_sequence_;
   uint64_t ping_sequence_ = 0;
   bool probing_ = false;

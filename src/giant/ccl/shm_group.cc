@@ -249,7 +249,14 @@ void ShmGroup::wait_for(int local, Counter counter, uint32_t value, const std::f
   }
   auto& asleep = sleepers(local, counter);
   while (true) {
-    idle(local);
+    try {
+      idle(local);
+    } catch (...) {
+      // A peer publishes and may then exit at once: what it posted before it
+      // went counts. Only a wait that its last word leaves short fails.
+      if (reached(w.load(std::memory_order_seq_cst), value)) return;
+      throw;
+    }
     asleep.fetch_add(1, std::memory_order_seq_cst);
     uint32_t seen = w.load(std::memory_order_seq_cst);
     if (!reached(seen, value)) futex_wait(&w, seen, 2'000'000);

@@ -112,6 +112,8 @@ void ShmMailbox::progress(std::vector<int>* wake) {
   }
 }
 
+bool ShmMailbox::waits_on(int peer) const { return !peers_[peer].sends.empty() || !peers_[peer].posted.empty(); }
+
 bool ShmMailbox::busy() const {
   for (int peer : local_peers_) {
     if (!peers_[peer].sends.empty() || !peers_[peer].posted.empty()) return true;

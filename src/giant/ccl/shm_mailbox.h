@@ -51,6 +51,8 @@ class ShmMailbox {
   // Requests are posted and not yet complete: the engine then polls with a
   // short timeout, in case a wake-up crossed a pass.
   bool busy() const;
+  // Requests to or from global rank `peer` are posted and not yet complete.
+  bool waits_on(int peer) const;
   // Forgets every request (they point into user buffers) after a failure.
   void drop_all();
 
