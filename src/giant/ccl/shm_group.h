@@ -104,7 +104,9 @@ class ShmGroup {
   void publish(Counter counter, uint32_t value);
   // Returns once counter `counter` of local rank `local` has reached `value`
   // (wrap-around safe). Between naps of at most a few milliseconds it calls
-  // idle(local), which may throw to give up (deadline, dead peer, abort).
+  // idle(local), which may throw to give up (deadline, dead peer, abort);
+  // its verdict stands only if the counter, read again after it, still falls
+  // short (a peer may publish and exit between two looks).
   void wait_for(int local, Counter counter, uint32_t value, const std::function<void(int local)>& idle);
   // Waits until every local rank's counter has reached value.
   void wait_all(Counter counter, uint32_t value, const std::function<void(int local)>& idle);
