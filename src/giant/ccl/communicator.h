@@ -54,8 +54,9 @@ class Communicator {
   const CommConfig& config() const { return config_; }
   // The transport that carries collectives to `peer`: "shm" for a rank of
   // this host when shared memory is on, "tcp" otherwise, "self" for this
-  // rank. Point-to-point messages, alltoall, gather and scatter go over tcp
-  // (loopback inside a host) either way.
+  // rank. Between ranks of one host, the automatic algorithms then run in
+  // shared memory and point-to-point messages go through its rings
+  // (shm_mailbox.h); an explicit ring or halving-doubling still uses tcp.
   std::string transport_to(int peer) const;
 
   // Collective: ranks with the same color form a new communicator, ordered by
