@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "launch/support/launch_runner.h"
+#include "launch/support/test_namespace.h"
 
 namespace giant::launch::test {
 namespace {
@@ -257,43 +258,6 @@ TEST(Launch, BadUsageExitsWithStatus2AndSaysWhy) {
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
   EXPECT_NE(help.out().find("--timeout-grace"), std::string::npos) << help.out();
 }
-
-// A network namespace with a veth pair to this one: HOST_ADDR here, NS_ADDR
-// inside. Deleted at the end (which deletes the pair with it), also when the
-// test fails; namespaces left by a test process that died are deleted first.
-class TestNamespace {
- public:
-  TestNamespace() {
-    const int pid = static_cast<int>(::getpid());
-    name_ = "giant-launch-test-" + std::to_string(pid);
-    const std::string subnet = "10.77." + std::to_string(1 + pid % 250);
-    host_address_ = subnet + ".1";
-    veth_host_ = "glt" + std::to_string(pid % 1000000) + "h";
-    std::string veth_ns = "glt" + std::to_string(pid % 1000000) + "n";
-    log_ = "/tmp/" + name_ + ".log";
-    shell("for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^giant-launch-test-'); do "
-          "kill -0 ${n#giant-launch-test-} 2>/dev/null || ip netns del $n; done");
-    std::string setup = "set -e; ip netns add " + name_ + "; ip link add " + veth_host_ + " type veth peer name " +
-                        veth_ns + "; ip link set " + veth_ns + " netns " + name_ + "; ip addr add " +
-                        host_address_ + "/24 dev " + veth_host_ + "; ip link set " + veth_host_ + " up; ip -n " +
-                        name_ + " addr add " + subnet + ".2/24 dev " + veth_ns + "; ip -n " + name_ + " link set " +
-                        veth_ns + " up; ip -n " + name_ + " link set lo up";
-    if (shell("(" + setup + ") > " + log_ + " 2>&1") != 0) error_ = "`" + setup + "` failed: " + read_file(log_);
-  }
-  ~TestNamespace() {
-    shell("ip netns del " + name_ + " 2>/dev/null; ip link del " + veth_host_ + " 2>/dev/null; rm -f " + log_);
-  }
-  const std::string& error() const { return error_; }
-  const std::string& name() const { return name_; }
-  const std::string& host_address() const { return host_address_; }
-
- private:
-  std::string name_;
-  std::string host_address_;
-  std::string veth_host_;
-  std::string log_;
-  std::string error_;
-};
 
 std::string netns_of(const std::string& path) {
   struct stat info {};

@@ -9,6 +9,7 @@
 
 #include "giant/base/error.h"
 #include "giant/ccl/store.h"
+#include "giant/launch/lifeline.h"
 #include "giant/launch/rank_process.h"
 #include "giant/launch/secret_file.h"
 #include "giant/launch/signal_pipe.h"
@@ -150,14 +151,18 @@ int run_launch(const LaunchOptions& options, std::ostream& log) {
   const std::vector<RankPlacement> placements = place_ranks(hosts);
   const int world_size = static_cast<int>(placements.size());
 
-  // Order matters for teardown (reverse): ranks end before the store, the
-  // store before the secret file goes, and signals are restored last.
+  // Order matters for teardown (reverse): ranks end before the store and
+  // before the lifeline's watcher is told goodbye, the store before the
+  // secret file goes, and signals are restored last.
   SignalPipe signals;  // before any rank starts, so no signal is missed
   const std::string secret = random_secret();
   SecretFile secret_file(var_or(options.environment, "TMPDIR", "/tmp"), secret);
+  // Kills the ranks and removes the secret file if this process dies
+  // without doing so itself.
+  Lifeline lifeline(world_size, secret_file.path());
   ccl::TcpStoreServer server(endpoint.bind_host, endpoint.port, secret);
   const std::string store_address = endpoint.advertised_host + ":" + std::to_string(server.port());
-  Supervisor supervisor(options.stdout_fd, options.stderr_fd, options.grace_seconds, log);
+  Supervisor supervisor(options.stdout_fd, options.stderr_fd, options.grace_seconds, lifeline, log);
 
   std::map<std::string, std::string> vars = options.environment.vars();
   vars.erase("GIANT_SECRET");  // it would win over the file and fail the handshake

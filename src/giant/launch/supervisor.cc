@@ -13,6 +13,7 @@
 
 #include "giant/base/error.h"
 #include "giant/base/units.h"
+#include "giant/launch/lifeline.h"
 #include "giant/launch/signal_pipe.h"
 
 namespace giant::launch {
@@ -59,8 +60,8 @@ struct Supervisor::Rank {
   int exit_status() const { return start_failed ? 127 : exit_code_of(status); }
 };
 
-Supervisor::Supervisor(int stdout_fd, int stderr_fd, double grace_seconds, std::ostream& log)
-    : stdout_fd_(stdout_fd), stderr_fd_(stderr_fd), grace_seconds_(grace_seconds), log_(log) {}
+Supervisor::Supervisor(int stdout_fd, int stderr_fd, double grace_seconds, Lifeline& lifeline, std::ostream& log)
+    : stdout_fd_(stdout_fd), stderr_fd_(stderr_fd), grace_seconds_(grace_seconds), lifeline_(lifeline), log_(log) {}
 
 Supervisor::~Supervisor() {
   for (auto& rank : ranks_) {
@@ -69,7 +70,16 @@ Supervisor::~Supervisor() {
     while (::waitpid(rank->pid, &rank->status, 0) < 0 && errno == EINTR) {
     }
     rank->running = false;
+    end_group(*rank);
   }
+}
+
+// After the rank was reaped: what it started ends with it. Its group id
+// cannot be reused while any member is left, so this never hits a stranger;
+// once the kill is sent the watcher forgets the id, which may then be reused.
+void Supervisor::end_group(Rank& rank) {
+  ::kill(-rank.pid, SIGKILL);
+  lifeline_.release(rank.pid);
 }
 
 void Supervisor::say(const std::string& line) {
@@ -82,6 +92,7 @@ bool Supervisor::start(const std::string& host_label, const SpawnRequest& reques
   rank->host_label = host_label;
   try {
     SpawnedRank spawned = spawn_rank(request);
+    lifeline_.hold(spawned.pid);
     rank->pid = spawned.pid;
     rank->running = true;
     rank->out = std::move(spawned.stdout_fd);
@@ -184,9 +195,7 @@ void Supervisor::reap() {
     GIANT_CHECK(pid == rank->pid, "waitpid on rank ", rank->index, " (pid ", rank->pid, ") to succeed, got errno ",
                 errno);
     rank->running = false;
-    // What it started ends with it; its group id cannot be reused while any
-    // member is left, so this never hits a stranger.
-    ::kill(-rank->pid, SIGKILL);
+    end_group(*rank);
     read_output(*rank, true);
     ended.push_back(rank.get());
   }

@@ -2,7 +2,9 @@
 // line with a rank prefix, forwards the launcher's signals, and when a rank
 // fails stops the others (SIGTERM, then SIGKILL after a grace period). Every
 // rank runs in a process group of its own and every signal goes to the whole
-// group, so the processes a rank starts end with it.
+// group, so the processes a rank starts end with it. Each group is held on
+// a Lifeline while it may have members, so that the ranks end also when the
+// launcher is killed.
 #pragma once
 
 #include <sys/types.h>
@@ -18,13 +20,14 @@
 
 namespace giant::launch {
 
+class Lifeline;
 class SignalPipe;
 
 class Supervisor {
  public:
   // Rank output goes to stdout_fd and stderr_fd; the launcher's own lines
-  // ("giant launch: ...") to log.
-  Supervisor(int stdout_fd, int stderr_fd, double grace_seconds, std::ostream& log);
+  // ("giant launch: ...") to log. lifeline must outlive the Supervisor.
+  Supervisor(int stdout_fd, int stderr_fd, double grace_seconds, Lifeline& lifeline, std::ostream& log);
   // Kills (SIGKILL) and reaps whatever still runs, e.g. after an exception.
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
@@ -52,6 +55,7 @@ class Supervisor {
   void signal_running(int signo);
   void read_output(Rank& rank, bool until_eof_or_empty);
   void reap();
+  void end_group(Rank& rank);
   void report_failure(const Rank& rank);
   void close_streams(Rank& rank);
   int finish();
@@ -60,6 +64,7 @@ class Supervisor {
   int stdout_fd_;
   int stderr_fd_;
   double grace_seconds_;
+  Lifeline& lifeline_;
   std::ostream& log_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   bool stopping_ = false;

@@ -139,6 +139,23 @@ std::vector<pid_t> alive_after(const std::vector<pid_t>& pids, double timeout_se
   }
 }
 
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> children;
+  std::error_code ignored;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ignored)) {
+    std::istringstream in(read_file(task.path().string() + "/children"));
+    for (long child = 0; in >> child;) children.push_back(static_cast<pid_t>(child));
+  }
+  return children;
+}
+
+std::string program_of(pid_t pid) {
+  std::string comm = read_file("/proc/" + std::to_string(pid) + "/comm");
+  if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;

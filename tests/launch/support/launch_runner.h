@@ -50,6 +50,10 @@ bool process_alive(pid_t pid);
 // The pids among these that are still alive, after waiting up to
 // timeout_seconds for them to go (init may take a moment to reap).
 std::vector<pid_t> alive_after(const std::vector<pid_t>& pids, double timeout_seconds);
+// The children of pid, from every thread's /proc/PID/task/TID/children.
+std::vector<pid_t> children_of(pid_t pid);
+// The program a process runs (/proc/PID/comm), "" if it is gone.
+std::string program_of(pid_t pid);
 
 std::string read_file(const std::string& path);
 std::vector<std::string> lines_of(const std::string& text);

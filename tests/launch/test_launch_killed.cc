@@ -1,0 +1,131 @@
+// `giant launch` killed with SIGKILL (it cannot stop its ranks itself): its
+// ranks, quiet ones included, and what they started must end within about a
+// second, here, through a shell, and in a network namespace.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "launch/support/launch_runner.h"
+#include "launch/support/test_namespace.h"
+
+namespace giant::launch::test {
+namespace {
+
+#ifndef GIANT_LAUNCH_TEST_CLI
+#error "GIANT_LAUNCH_TEST_CLI is set by src/giant/launch/CMakeLists.txt"
+#endif
+constexpr const char* kCli = GIANT_LAUNCH_TEST_CLI;
+// The ranks must be gone within about a second; the bound leaves room for a
+// loaded machine, and the wait ends as soon as they are.
+constexpr double kBoundSeconds = 3.0;
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A silent rank: records its pid (pid.R), that of a sleep it starts
+// (child.R) and its secret file's path (secret.R), then waits, with its
+// output going nowhere. Files are renamed into place, so a reader never sees
+// half a pid.
+std::vector<std::string> quiet_shell_rank() {
+  return {"/bin/sh", "-c",
+          "exec >/dev/null 2>&1; sleep 60 & echo $! > $D/child.$GIANT_RANK.tmp; "
+          "mv $D/child.$GIANT_RANK.tmp $D/child.$GIANT_RANK; "
+          "echo $GIANT_SECRET_FILE > $D/secret.$GIANT_RANK; "
+          "echo $$ > $D/pid.$GIANT_RANK.tmp; mv $D/pid.$GIANT_RANK.tmp $D/pid.$GIANT_RANK; wait"};
+}
+
+std::vector<pid_t> recorded_pids(const std::string& dir, int nproc) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < nproc; ++r) {
+    pids.push_back(read_pid(dir + "/pid." + std::to_string(r)));
+    pids.push_back(read_pid(dir + "/child." + std::to_string(r)));
+  }
+  return pids;
+}
+
+std::string pid_list(const std::vector<pid_t>& pids) {
+  std::string text;
+  for (pid_t pid : pids) text += (text.empty() ? "" : " ") + std::to_string(pid) + "(" + program_of(pid) + ")";
+  return text;
+}
+
+// SIGKILLs the launcher and checks that every process in pids is gone within
+// the bound, and that the watcher said why.
+void kill_launcher_and_expect_gone(LaunchProcess& launch, const std::vector<pid_t>& pids) {
+  ASSERT_EQ(std::count(pids.begin(), pids.end(), -1), 0) << "a rank did not record its pids";
+  for (pid_t pid : pids) ASSERT_TRUE(process_alive(pid)) << "pid " << pid << " ended before the launcher was killed";
+  const auto killed_at = Clock::now();
+  ASSERT_EQ(::kill(launch.pid(), SIGKILL), 0);
+  auto status = launch.wait(10);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL) << *status;
+  const std::vector<pid_t> left = alive_after(pids, kBoundSeconds);
+  const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  if (left.empty()) std::printf("every process of the run was gone %.3f s after the launcher was killed\n", seconds);
+  EXPECT_TRUE(left.empty()) << "still running " << kBoundSeconds << " s after the launcher was killed: "
+                            << pid_list(left) << "\n"
+                            << launch.err();
+  for (pid_t pid : left) ::kill(pid, SIGKILL);  // a failed test leaves nothing behind
+  EXPECT_TRUE(wait_for_text(launch.dir() + "/launch.err", "ended without stopping its ranks; killed them (SIGKILL)",
+                            kBoundSeconds))
+      << launch.err();
+}
+
+TEST(LaunchKilled, RanksRunDirectlyEndWithTheLauncher) {
+  LaunchProcess launch(kCli, {"--nproc", "2", "--", "sleep", "60"});
+  // The launcher's children: the two ranks, once both run sleep, and any
+  // helper it started before them.
+  std::vector<pid_t> children;
+  const auto start = Clock::now();
+  while (true) {
+    children = children_of(launch.pid());
+    int sleeping = 0;
+    for (pid_t child : children) sleeping += program_of(child) == "sleep" ? 1 : 0;
+    if (sleeping == 2) break;
+    ASSERT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0)
+        << "the ranks did not start: " << pid_list(children) << "\n"
+        << launch.err();
+    ::usleep(10 * 1000);
+  }
+  kill_launcher_and_expect_gone(launch, children);
+}
+
+TEST(LaunchKilled, RanksStartedThroughAShellEndWithWhatTheyStarted) {
+  LaunchProcess launch(kCli, concat({"--nproc", "2", "--"}, quiet_shell_rank()));
+  ASSERT_TRUE(wait_for_files(launch.dir(), {"pid.0", "pid.1"}, 20)) << launch.err();
+  std::vector<pid_t> pids = recorded_pids(launch.dir(), 2);
+  const std::vector<pid_t> children = children_of(launch.pid());  // the ranks and the watcher
+  pids.insert(pids.end(), children.begin(), children.end());
+  std::string secret_file = read_file(launch.dir() + "/secret.0");
+  secret_file = secret_file.substr(0, secret_file.find('\n'));
+  ASSERT_FALSE(secret_file.empty());
+  kill_launcher_and_expect_gone(launch, pids);
+  EXPECT_EQ(::access(secret_file.c_str(), F_OK), -1) << secret_file << " was left behind";
+  EXPECT_TRUE(launch.out().empty()) << launch.out();
+}
+
+TEST(LaunchKilled, RanksInNetworkNamespacesEndWithTheLauncher) {
+  TestNamespace ns;
+  ASSERT_TRUE(ns.error().empty()) << "this test needs to create a network namespace (root and iproute2): "
+                                  << ns.error();
+  LaunchProcess launch(kCli, concat({"--hosts", "local:1,netns:" + ns.name() + ":2", "--store-addr",
+                                     ns.host_address(), "--"},
+                                    quiet_shell_rank()));
+  ASSERT_TRUE(wait_for_files(launch.dir(), {"pid.0", "pid.1", "pid.2"}, 20)) << launch.err();
+  kill_launcher_and_expect_gone(launch, recorded_pids(launch.dir(), 3));
+}
+
+}  // namespace
+}  // namespace giant::launch::test
