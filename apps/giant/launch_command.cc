@@ -1,9 +1,12 @@
-// `giant launch [flags] -- COMMAND [ARGS...]`: the command line of the
+// `giant launch [flags] [--] COMMAND [ARGS...]`: the command line of the
 // launcher in src/giant/launch (which does the work).
 #include <charconv>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "giant/base/error.h"
 #include "giant/base/units.h"
@@ -18,86 +21,93 @@ constexpr const char* kUsageLine =
     "usage: giant launch --nproc N [--hosts SPEC] [--store-addr HOST[:PORT]] [--timeout-grace SECONDS] "
     "[--] COMMAND [ARGS...]\n";
 
-constexpr const char* kHelp =
-    "\n"
+constexpr const char* kDescription =
     "Runs N ranks of COMMAND on this machine, serves the store they meet at, and\n"
     "supervises them: each line they print is prefixed with \"[rank R] \"; SIGINT,\n"
     "SIGTERM and SIGHUP are passed on to every rank; when a rank fails the others\n"
-    "are stopped and the exit status is the failed rank's (128 + signal if killed).\n"
-    "\n"
-    "  --nproc N               ranks to run (may be omitted with --hosts)\n"
-    "  --hosts SPEC            HOST:SLOTS,... with HOST `local` or `netns:NAME` (a network\n"
-    "                          namespace, entered with `ip netns exec NAME`); ranks are\n"
-    "                          numbered host by host and each host gets its own GIANT_HOST_ID\n"
-    "  --store-addr HOST[:PORT] the address ranks reach the store at (it then listens on\n"
-    "                          0.0.0.0); needed with netns hosts. Default 127.0.0.1\n"
-    "  --timeout-grace S       time between SIGTERM and SIGKILL when stopping ranks (5s)\n"
-    "\n"
+    "are stopped. If the launcher itself is killed, its ranks are killed too.\n"
+    "The command starts at `--` or at the first argument that is not a flag.\n";
+
+constexpr const char* kFooter =
+    "Ranks are numbered host by host; each host of --hosts gets its own GIANT_HOST_ID.\n"
     "Ranks get GIANT_RANK, GIANT_WORLD_SIZE, GIANT_LOCAL_RANK, GIANT_LOCAL_WORLD_SIZE,\n"
     "GIANT_STORE_ADDR and GIANT_SECRET_FILE (see README, Bootstrap).\n"
-    "Exit status: 0 when every rank exits 0; else the first failed rank's; 128 + signal\n"
-    "when the launch was stopped by a signal; 2 for bad usage.\n";
+    "Exit status: 0 when every rank exits 0; else the first failed rank's (128 + signal\n"
+    "if it was killed); 128 + signal when the launch was stopped by a signal; 1 when\n"
+    "the launcher itself fails; 2 for bad usage.";
+
+// CLI11 cannot know that the arguments it leaves over are the command.
+class LaunchHelp : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, std::move(name));
+    usage.insert(usage.find_last_not_of('\n') + 1, " [--] COMMAND [ARGS...]");
+    return usage;
+  }
+};
 
 struct UsageError {
   std::string message;
 };
 
-int parse_count(const std::string& flag, const std::string& text) {
+// "" when text is a whole number of at least 1, else why not.
+std::string check_count(const std::string& text) {
   int value = 0;
   const char* end = text.data() + text.size();
   auto [parsed_to, err] = std::from_chars(text.data(), end, value);
-  if (text.empty() || err != std::errc() || parsed_to != end) {
-    throw UsageError{flag + " expects an integer, got '" + text + "'"};
-  }
-  if (value < 1) throw UsageError{flag + " must be at least 1, got " + text};
-  return value;
+  if (text.empty() || err != std::errc() || parsed_to != end) return "expects an integer, got '" + text + "'";
+  if (value < 1) return "must be at least 1, got " + text;
+  return "";
 }
 
-// Fills options from args; returns false for --help.
-bool parse_args(const std::vector<std::string>& args, launch::LaunchOptions* options) {
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg == "-h" || arg == "--help") return false;
-    if (arg.size() < 2 || arg[0] != '-') break;  // the command starts here
-    std::string flag = arg;
-    std::string value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    auto take_value = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= args.size()) throw UsageError{flag + " needs a value"};
-      return args[++i];
-    };
-    if (flag == "--nproc") {
-      options->nproc = parse_count(flag, take_value());
-    } else if (flag == "--hosts") {
-      options->hosts = launch::parse_host_spec(take_value());
-    } else if (flag == "--store-addr") {
-      options->store_address = take_value();
-    } else if (flag == "--timeout-grace") {
-      std::string text = take_value();
-      try {
-        options->grace_seconds = parse_seconds(text);
-      } catch (const Error& e) {
-        throw UsageError{"--timeout-grace expects a duration (5, 5s, 500ms), got '" + text + "'"};
-      }
-    } else {
-      throw UsageError{"unknown flag '" + arg + "'"};
-    }
+std::string check_duration(const std::string& text) {
+  try {
+    parse_seconds(text);
+    return "";
+  } catch (const Error&) {
+    return "expects a duration (5, 5s, 500ms), got '" + text + "'";
   }
-  options->command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (options->command.empty()) throw UsageError{"no command to run"};
-  if (options->nproc == 0 && options->hosts.empty()) throw UsageError{"--nproc N (or --hosts SPEC) is required"};
-  return true;
+}
+
+// The flags on cli, filling options. prefix_command: CLI11 stops at the
+// first argument that is no flag of ours and leaves it and the rest (the
+// command and its own flags) in remaining(); the flags keep the last value
+// given, as they always have.
+void add_flags(CLI::App& cli, launch::LaunchOptions& options) {
+  cli.prefix_command();
+  cli.formatter(std::make_shared<LaunchHelp>());
+  cli.footer(kFooter);
+  cli.add_option("--nproc", options.nproc, "ranks to run (may be omitted with --hosts)")
+      ->type_name("N")
+      ->check(CLI::Validator(check_count, ""))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.add_option_function<std::string>(
+         "--hosts", [&options](const std::string& spec) { options.hosts = launch::parse_host_spec(spec); },
+         "HOST:SLOTS,... with HOST `local` or `netns:NAME` (entered with `ip netns exec NAME`)")
+      ->type_name("SPEC")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.add_option("--store-addr", options.store_address,
+                 "where ranks reach the store (it then listens on 0.0.0.0); needed with netns hosts. Default 127.0.0.1")
+      ->type_name("HOST[:PORT]")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.add_option_function<std::string>(
+         "--timeout-grace", [&options](const std::string& text) { options.grace_seconds = parse_seconds(text); },
+         "time between SIGTERM and SIGKILL when stopping ranks (default 5s)")
+      ->type_name("SECONDS")
+      ->check(CLI::Validator(check_duration, ""))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+// The command left over by the parse, checked with what the flags must give.
+std::vector<std::string> command_of(std::vector<std::string> rest, const launch::LaunchOptions& options) {
+  if (!rest.empty() && rest[0] == "--") {
+    rest.erase(rest.begin());
+  } else if (!rest.empty() && rest[0].size() > 1 && rest[0][0] == '-') {
+    throw UsageError{"unknown flag '" + rest[0] + "'"};
+  }
+  if (rest.empty()) throw UsageError{"no command to run"};
+  if (options.nproc == 0 && options.hosts.empty()) throw UsageError{"--nproc N (or --hosts SPEC) is required"};
+  return rest;
 }
 
 int usage_error(const std::string& message) {
@@ -108,13 +118,22 @@ int usage_error(const std::string& message) {
 
 }  // namespace
 
+// Exit status 0 for --help, 2 for any bad input (CLI11's own parse errors
+// included: their exit codes are CLI11's, not ours), 1 for the launcher's own
+// failures, else what the ranks give (see launch::run_launch).
 int launch_command(const std::vector<std::string>& args) {
   launch::LaunchOptions options;
+  CLI::App cli(kDescription, "giant launch");
+  add_flags(cli, options);
   try {
-    if (!parse_args(args, &options)) {
-      std::cout << kUsageLine << kHelp << std::flush;
-      return 0;
-    }
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+    cli.parse(reversed);
+    options.command = command_of(cli.remaining(), options);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << cli.help() << std::flush;
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
   } catch (const UsageError& e) {
     return usage_error(e.message);
   } catch (const ConfigError& e) {  // --hosts

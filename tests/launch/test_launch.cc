@@ -4,7 +4,10 @@
 // is left behind.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -229,8 +232,8 @@ TEST(Launch, BadUsageExitsWithStatus2AndSaysWhy) {
       {{"--nproc", "2"}, "no command to run"},
       {{"--nproc", "2", "--"}, "no command to run"},
       {{"--", "true"}, "--nproc N (or --hosts SPEC) is required"},
-      {{"--nproc", "0", "--", "true"}, "--nproc must be at least 1"},
-      {{"--nproc", "two", "--", "true"}, "--nproc expects an integer"},
+      {{"--nproc", "0", "--", "true"}, "--nproc: must be at least 1, got 0"},
+      {{"--nproc", "two", "--", "true"}, "--nproc: expects an integer, got 'two'"},
       {{"--nproc", "2", "--hosts", "local:x", "--", "true"}, "SLOTS must be a positive integer"},
       {{"--hosts", "node7:2", "--", "true"}, "remote hosts (ssh) are out of its scope"},
       {{"--hosts", "ssh:node7:2", "--", "true"}, "remote hosts (ssh) are out of its scope"},
@@ -240,7 +243,10 @@ TEST(Launch, BadUsageExitsWithStatus2AndSaysWhy) {
        "network namespace 'giant-launch-test-none' does not exist"},
       {{"--nproc", "1", "--store-addr", "a:b:c", "--", "true"}, "expected HOST or HOST:PORT"},
       {{"--nproc", "1", "--frobnicate", "--", "true"}, "unknown flag '--frobnicate'"},
-      {{"--nproc", "1", "--timeout-grace", "soon", "--", "true"}, "--timeout-grace expects a duration"},
+      {{"--nproc", "1", "-x", "true"}, "unknown flag '-x'"},
+      {{"--nproc"}, "--nproc"},
+      {{"--nproc", "1", "--hosts"}, "--hosts"},
+      {{"--nproc", "1", "--timeout-grace", "soon", "--", "true"}, "--timeout-grace: expects a duration"},
       {{"--nproc", "1", "--", "giant-launch-no-such-program"}, "'giant-launch-no-such-program' is not an executable"},
   };
   for (const Case& c : cases) {
@@ -252,11 +258,52 @@ TEST(Launch, BadUsageExitsWithStatus2AndSaysWhy) {
     EXPECT_NE(err.find(c.says), std::string::npos) << err;
     EXPECT_NE(err.find("usage: giant launch --nproc N"), std::string::npos) << err;
   }
-  LaunchProcess help(kCli, {"--help"});
-  auto status = help.wait(10);
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--help"}, {"--nproc", "2", "-h"}}) {
+    const std::string& flag = args.back();
+    LaunchProcess help(kCli, args);
+    auto status = help.wait(10);
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << flag << ": " << *status;
+    for (const char* says : {"Usage: giant launch [OPTIONS] [--] COMMAND [ARGS...]\n", "--nproc", "--hosts", "--store-addr", "--timeout-grace",
+                             "GIANT_SECRET_FILE", "Exit status: 0 when every rank exits 0"}) {
+      EXPECT_NE(help.out().find(says), std::string::npos) << flag << " does not say " << says << ":\n" << help.out();
+    }
+    EXPECT_TRUE(help.err().empty()) << help.err();
+  }
+}
+
+TEST(Launch, TheCommandStartsAtTheFirstArgumentThatIsNoFlagAndKeepsItsOwnFlags) {
+  // A repeated flag keeps its last value; the command's own --nproc and -c
+  // are its arguments, not the launcher's.
+  LaunchProcess launch(kCli, {"--nproc", "5", "--nproc=2", "/bin/sh", "-c", "echo \"$GIANT_WORLD_SIZE $1\"", "sh",
+                              "--nproc"});
+  auto status = launch.wait(20);
   ASSERT_TRUE(status.has_value());
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
-  EXPECT_NE(help.out().find("--timeout-grace"), std::string::npos) << help.out();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << "\n" << launch.err();
+  auto out = lines_of(launch.out());
+  std::sort(out.begin(), out.end());
+  EXPECT_EQ(out, (std::vector<std::string>{"[rank 0] 2 --nproc", "[rank 1] 2 --nproc"})) << launch.out();
+}
+
+TEST(Launch, ALauncherThatCannotServeTheStoreExitsWithStatus1) {
+  // A port already taken: the failure is the launcher's own, at run time.
+  int taken = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(taken, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t size = sizeof address;
+  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(taken, 1), 0);
+  ASSERT_EQ(::getsockname(taken, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  LaunchProcess launch(kCli, {"--nproc", "1", "--store-addr", "127.0.0.1:" + port, "--", "true"});
+  auto status = launch.wait(20);
+  ::close(taken);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 1) << *status << "\n" << launch.err();
+  EXPECT_EQ(launch.err().rfind("giant launch: ", 0), 0u) << launch.err();
+  EXPECT_EQ(launch.err().find("usage:"), std::string::npos) << "not a usage error: " << launch.err();
 }
 
 std::string netns_of(const std::string& path) {
