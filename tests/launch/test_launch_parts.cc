@@ -1,6 +1,6 @@
 // The parts of `giant launch`: the --hosts parser and rank placement, the
-// line prefixer, exit-status wording, the secret file, the signal pipe, and
-// run_launch called in-process.
+// line prefixer, exit-status wording, the secret file, the signal pipe, the
+// lifeline's groups, and run_launch called in-process.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -17,6 +17,7 @@
 #include "giant/base/error.h"
 #include "giant/launch/host_spec.h"
 #include "giant/launch/launcher.h"
+#include "giant/launch/lifeline.h"
 #include "giant/launch/rank_output.h"
 #include "giant/launch/rank_process.h"
 #include "giant/launch/secret_file.h"
@@ -167,6 +168,39 @@ TEST(SignalPipe, TurnsSignalsIntoBytesAndRestoresHandlers) {
   struct sigaction after {};
   ::sigaction(SIGTERM, nullptr, &after);
   EXPECT_EQ(after.sa_handler, before.sa_handler);
+}
+
+TEST(Lifeline, MakesAGroupPerRankThatRanksStartInAndEndsOnlyItsAnchorsOnGoodbye) {
+  char path[] = "/tmp/giant-lifeline-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  std::vector<pid_t> groups;
+  pid_t rank = -1;
+  {
+    Lifeline lifeline(3, path);
+    EXPECT_EQ(::getpgid(lifeline.watcher_pid()), lifeline.watcher_pid()) << "the watcher has a group of its own";
+    for (int i = 0; i < 3; ++i) {
+      groups.push_back(lifeline.group(i));
+      EXPECT_EQ(::getpgid(groups.back()), groups.back()) << "each group is led by its anchor";
+      EXPECT_NE(groups.back(), ::getpgrp());
+    }
+    EXPECT_NE(groups[0], groups[1]);
+    EXPECT_NE(groups[1], groups[2]);
+    SpawnRequest request;
+    request.executable = "/bin/sleep";
+    request.argv = {"sleep", "30"};
+    request.process_group = groups[1];
+    SpawnedRank spawned = spawn_rank(request);
+    rank = spawned.pid;
+    EXPECT_EQ(::getpgid(rank), groups[1]);
+    // The launcher ends its ranks before the goodbye, as Supervisor does.
+    ::kill(rank, SIGKILL);
+    ::waitpid(rank, nullptr, 0);
+  }
+  for (pid_t group : groups) EXPECT_NE(::kill(-group, 0), 0) << "group " << group << " outlived the goodbye";
+  EXPECT_EQ(::access(path, F_OK), 0) << "the file goes only when the launcher dies";
+  ::unlink(path);
 }
 
 TEST(RunLaunch, RunsRanksInProcessAndChecksOptionsFirst) {

@@ -157,8 +157,8 @@ int run_launch(const LaunchOptions& options, std::ostream& log) {
   SignalPipe signals;  // before any rank starts, so no signal is missed
   const std::string secret = random_secret();
   SecretFile secret_file(var_or(options.environment, "TMPDIR", "/tmp"), secret);
-  // Kills the ranks and removes the secret file if this process dies
-  // without doing so itself.
+  // Makes the ranks' process groups; kills them and removes the secret file
+  // if this process dies without doing so itself.
   Lifeline lifeline(world_size, secret_file.path());
   ccl::TcpStoreServer server(endpoint.bind_host, endpoint.port, secret);
   const std::string store_address = endpoint.advertised_host + ":" + std::to_string(server.port());

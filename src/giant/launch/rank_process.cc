@@ -81,7 +81,8 @@ SpawnedRank spawn_rank(const SpawnRequest& request) {
   ::sigemptyset(&defaults);
   ::sigaddset(&defaults, SIGPIPE);  // the launcher ignores it; ranks should not
   ::posix_spawnattr_setsigdefault(&setup.attr, &defaults);
-  ::posix_spawnattr_setpgroup(&setup.attr, 0);  // a new group, id = the rank's pid
+  // The child joins the group before exec, so the rank never runs outside it.
+  ::posix_spawnattr_setpgroup(&setup.attr, request.process_group);
   ::posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
 
   std::vector<char*> argv = c_strings(request.argv);

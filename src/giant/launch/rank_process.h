@@ -31,10 +31,13 @@ struct SpawnRequest {
   std::string executable;         // a path, resolved beforehand
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // "NAME=value"
+  // The process group to start it in, an existing one of this session (see
+  // lifeline.h); 0: a new group led by the rank.
+  pid_t process_group = 0;
 };
 
 struct SpawnedRank {
-  pid_t pid = -1;  // also its process group id
+  pid_t pid = -1;
   UniqueFd stdout_fd;  // read ends, non-blocking, close-on-exec
   UniqueFd stderr_fd;
 };

@@ -42,6 +42,7 @@ struct Supervisor::Rank {
   int index = 0;
   std::string host_label;
   pid_t pid = -1;
+  pid_t group = -1;  // its process group, made by the Lifeline
   bool running = false;
   bool start_failed = false;
   std::string start_error;
@@ -66,20 +67,11 @@ Supervisor::Supervisor(int stdout_fd, int stderr_fd, double grace_seconds, Lifel
 Supervisor::~Supervisor() {
   for (auto& rank : ranks_) {
     if (!rank->running) continue;
-    ::kill(-rank->pid, SIGKILL);
+    ::kill(-rank->group, SIGKILL);
     while (::waitpid(rank->pid, &rank->status, 0) < 0 && errno == EINTR) {
     }
     rank->running = false;
-    end_group(*rank);
   }
-}
-
-// After the rank was reaped: what it started ends with it. Its group id
-// cannot be reused while any member is left, so this never hits a stranger;
-// once the kill is sent the watcher forgets the id, which may then be reused.
-void Supervisor::end_group(Rank& rank) {
-  ::kill(-rank.pid, SIGKILL);
-  lifeline_.release(rank.pid);
 }
 
 void Supervisor::say(const std::string& line) {
@@ -91,9 +83,11 @@ bool Supervisor::start(const std::string& host_label, const SpawnRequest& reques
   rank->index = static_cast<int>(ranks_.size());
   rank->host_label = host_label;
   try {
-    SpawnedRank spawned = spawn_rank(request);
-    lifeline_.hold(spawned.pid);
+    SpawnRequest in_group = request;
+    in_group.process_group = lifeline_.group(rank->index);
+    SpawnedRank spawned = spawn_rank(in_group);
     rank->pid = spawned.pid;
+    rank->group = in_group.process_group;
     rank->running = true;
     rank->out = std::move(spawned.stdout_fd);
     rank->err = std::move(spawned.stderr_fd);
@@ -125,7 +119,7 @@ std::vector<pid_t> Supervisor::pids() const {
 void Supervisor::signal_running(int signo) {
   for (auto& rank : ranks_) {
     if (!rank->running) continue;
-    ::kill(-rank->pid, signo);  // the whole group: the rank and what it started
+    ::kill(-rank->group, signo);  // the whole group: the rank and what it started
     auto& sent = rank->signals_sent;
     if (std::find(sent.begin(), sent.end(), signo) == sent.end()) sent.push_back(signo);
   }
@@ -195,7 +189,9 @@ void Supervisor::reap() {
     GIANT_CHECK(pid == rank->pid, "waitpid on rank ", rank->index, " (pid ", rank->pid, ") to succeed, got errno ",
                 errno);
     rank->running = false;
-    end_group(*rank);
+    // What it started ends with it. The group's anchor (see lifeline.h) ends
+    // too, and its id stays taken until the launch ends.
+    ::kill(-rank->group, SIGKILL);
     read_output(*rank, true);
     ended.push_back(rank.get());
   }

@@ -2,9 +2,9 @@
 // line with a rank prefix, forwards the launcher's signals, and when a rank
 // fails stops the others (SIGTERM, then SIGKILL after a grace period). Every
 // rank runs in a process group of its own and every signal goes to the whole
-// group, so the processes a rank starts end with it. Each group is held on
-// a Lifeline while it may have members, so that the ranks end also when the
-// launcher is killed.
+// group, so the processes a rank starts end with it. The groups are made
+// beforehand by a Lifeline, so that the ranks end also when the launcher is
+// killed.
 #pragma once
 
 #include <sys/types.h>
@@ -26,7 +26,8 @@ class SignalPipe;
 class Supervisor {
  public:
   // Rank output goes to stdout_fd and stderr_fd; the launcher's own lines
-  // ("giant launch: ...") to log. lifeline must outlive the Supervisor.
+  // ("giant launch: ...") to log. Rank i starts in lifeline.group(i); the
+  // lifeline must outlive the Supervisor.
   Supervisor(int stdout_fd, int stderr_fd, double grace_seconds, Lifeline& lifeline, std::ostream& log);
   // Kills (SIGKILL) and reaps whatever still runs, e.g. after an exception.
   ~Supervisor();
@@ -44,7 +45,7 @@ class Supervisor {
   // 128 + that signal.
   int run(SignalPipe& signals);
 
-  // The pid (= process group id) of each started rank, in rank order.
+  // The pid of each started rank, in rank order.
   std::vector<pid_t> pids() const;
 
  private:
@@ -55,7 +56,6 @@ class Supervisor {
   void signal_running(int signo);
   void read_output(Rank& rank, bool until_eof_or_empty);
   void reap();
-  void end_group(Rank& rank);
   void report_failure(const Rank& rank);
   void close_streams(Rank& rank);
   int finish();

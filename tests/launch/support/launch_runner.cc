@@ -150,6 +150,14 @@ std::vector<pid_t> children_of(pid_t pid) {
   return children;
 }
 
+std::vector<pid_t> descendants_of(pid_t pid) {
+  std::vector<pid_t> all = children_of(pid);
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (pid_t child : children_of(all[i])) all.push_back(child);
+  }
+  return all;
+}
+
 std::string program_of(pid_t pid) {
   std::string comm = read_file("/proc/" + std::to_string(pid) + "/comm");
   if (!comm.empty() && comm.back() == '\n') comm.pop_back();

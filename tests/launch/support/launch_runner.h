@@ -52,6 +52,8 @@ bool process_alive(pid_t pid);
 std::vector<pid_t> alive_after(const std::vector<pid_t>& pids, double timeout_seconds);
 // The children of pid, from every thread's /proc/PID/task/TID/children.
 std::vector<pid_t> children_of(pid_t pid);
+// Its children, theirs, and so on.
+std::vector<pid_t> descendants_of(pid_t pid);
 // The program a process runs (/proc/PID/comm), "" if it is gone.
 std::string program_of(pid_t pid);
 
