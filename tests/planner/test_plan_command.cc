@@ -4,9 +4,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "giant/planner/calibrate.h"
 #include "giant/planner/plan_command.h"
@@ -40,6 +45,39 @@ TEST(PlanCommand, Json) {
   EXPECT_EQ(r.out.front(), '{');
   EXPECT_NE(r.out.find("\"plans\":[{\"layout\":{\"tp\":"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"components_s\""), std::string::npos);
+}
+
+// A model file whose name holds what JSON must escape: quotes, a backslash
+// and control characters (tab, newline, bell, escape).
+const char kOddName[] = "tab\there \"quoted\" back\\slash bell\x07 escape\x1b[0m\nsecond line";
+
+std::string odd_model_file(const std::string& name, int layers, int hidden, int heads, int batch) {
+  const std::string path = ::testing::TempDir() + std::to_string(getpid()) + "-" + name;
+  std::ofstream(path) << "[model]\nname = \"tab\\there \\\"quoted\\\" back\\\\slash bell\\u0007 escape\\u001b[0m"
+                      << "\\nsecond line\"\nlayers = " << layers << "\nhidden = " << hidden << "\nheads = " << heads
+                      << "\nseq_len = 2048\nvocab = 50304\nglobal_batch = " << batch << "\n";
+  return path;
+}
+
+TEST(PlanCommand, JsonParsesStrictlyWhateverTheNames) {
+  const PlanOutput r = plan({"--model", odd_model_file("odd-small.toml", 24, 2048, 16, 512), "--cluster",
+                             "a100-40g-rdma", "--json", "--top", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json plans;
+  ASSERT_NO_THROW(plans = nlohmann::json::parse(r.out)) << r.out;
+  EXPECT_EQ(plans.at("model"), kOddName);
+  EXPECT_EQ(plans.at("plans").size(), 2u);
+  EXPECT_TRUE(plans.at("plans")[0].at("layout").at("sequence_parallel").is_boolean());
+  EXPECT_GT(plans.at("plans")[0].at("step_s").get<double>(), 0);
+  EXPECT_NE(plans.at("why").get<std::string>().find("beats #2"), std::string::npos);
+
+  const PlanOutput none = plan({"--model", odd_model_file("odd-large.toml", 96, 12288, 96, 1536), "--cluster",
+                                "v100-tcp", "--hosts", "1", "--json"});
+  EXPECT_EQ(none.code, 1);
+  nlohmann::json nowhere;
+  ASSERT_NO_THROW(nowhere = nlohmann::json::parse(none.out)) << none.out;
+  EXPECT_TRUE(nowhere.at("plans").empty());
+  EXPECT_NE(nowhere.at("fits_nowhere").get<std::string>().find(std::string("model ") + kOddName), std::string::npos);
 }
 
 TEST(PlanCommand, OneLayout) {

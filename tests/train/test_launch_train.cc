@@ -58,7 +58,7 @@ TEST(LaunchTrain, DataParallelRunCompletes) {
   const std::string log = read_file(dir.path() + "/launch.log");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
   EXPECT_NE(log.find("[rank 0] giant train: done: 3 steps"), std::string::npos) << log;
-  EXPECT_NE(read_file(dir.path() + "/out/metrics.jsonl").find("\"summary\": true"), std::string::npos);
+  EXPECT_NE(read_file(dir.path() + "/out/metrics.jsonl").find("\"summary\":true"), std::string::npos);
 }
 
 TEST(LaunchTrain, KilledRankEndsTheRunNamingIt) {
@@ -67,7 +67,7 @@ TEST(LaunchTrain, KilledRankEndsTheRunNamingIt) {
   // Wait until training runs (rank 0 has written steps), then kill rank 1.
   const std::string metrics = dir.path() + "/out/metrics.jsonl";
   const auto started = Clock::now();
-  while (read_file(metrics).find("\"step\": 3") == std::string::npos) {
+  while (read_file(metrics).find("\"step\":3,") == std::string::npos) {
     int early = 0;
     ASSERT_EQ(waitpid(launch, &early, WNOHANG), 0) << "the launch ended early:\n"
                                                    << read_file(dir.path() + "/launch.log");

@@ -77,7 +77,7 @@ class LayoutTest : public ::testing::Test {
   static std::vector<double> losses_of(const std::string& metrics) {
     std::vector<double> losses;
     std::ifstream in(metrics);
-    const std::regex loss_field("\"loss\": ([-0-9.eE+]+)");
+    const std::regex loss_field("\"loss\":([-0-9.eE+]+)");
     std::smatch match;
     for (std::string line; std::getline(in, line);) {
       if (std::regex_search(line, match, loss_field)) losses.push_back(std::stod(match[1]));

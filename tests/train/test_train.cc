@@ -6,13 +6,17 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
+#include "giant/base/utf8.h"
 #include "giant/train/run_config.h"
 #include "giant/train/step_guard.h"
 #include "giant/train/trainer.h"
@@ -263,6 +267,70 @@ TEST(Trainer, WritesAChromeTraceWhenAsked) {
   EXPECT_EQ(s.sample.rfind("And God said", 0), 0u);
   EXPECT_GT(s.sample.size(), std::string("And God said").size());
   EXPECT_TRUE(fs::exists(dir.path() + "/out/sample.txt"));
+}
+
+// Every line of a file parsed by a strict JSON parser (ill-formed UTF-8 and
+// raw control characters are errors), naming the line that fails.
+std::vector<nlohmann::json> parse_json_lines(const std::string& path) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(path);
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    try {
+      records.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::parse_error& e) {
+      ADD_FAILURE() << path << " line " << number << " is not JSON: " << e.what();
+    }
+  }
+  return records;
+}
+
+// A barely trained byte-level model sampled hot emits arbitrary bytes.
+std::vector<std::string> hot_sample_run(const TempDir& dir) {
+  auto o = tiny_run(dir, dir.file("text.txt", text_of(200)));
+  o.insert(o.end(), {"train.steps=3", "train.sample_tokens=200", "train.sample_temperature=4"});
+  return o;
+}
+
+const std::string kReplacementCharacter = "\xEF\xBF\xBD";
+
+TEST(Trainer, MetricsParseStrictlyWhateverBytesTheSampleHolds) {
+  TempDir dir;
+  std::ostringstream out;
+  const TrainSummary s = Trainer(run_config_from(keys_with(hot_sample_run(dir))), "", out, false).run();
+  EXPECT_NE(s.sample.find(kReplacementCharacter), std::string::npos) << "no ill-formed bytes to replace";
+  EXPECT_EQ(printable_utf8(s.sample), s.sample);
+  EXPECT_EQ(read_file(dir.path() + "/out/sample.txt"), s.sample + "\n");
+
+  const std::vector<nlohmann::json> records = parse_json_lines(dir.path() + "/out/metrics.jsonl");
+  ASSERT_EQ(records.size(), 3u + 1 + 1);  // steps, the final evaluation, the summary
+  const std::regex iso8601(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+  for (int step = 1; step <= 3; ++step) {
+    const nlohmann::json& r = records[step - 1];
+    EXPECT_EQ(r.at("step"), step);
+    EXPECT_TRUE(r.at("loss").is_number()) << r;
+    EXPECT_TRUE(std::regex_match(r.at("time").get<std::string>(), iso8601)) << r;
+    EXPECT_TRUE(r.at("max_rss_bytes").is_number_integer()) << r;
+    EXPECT_GT(r.at("max_rss_bytes").get<int64_t>(), 1 << 20) << r;
+  }
+  EXPECT_DOUBLE_EQ(records[3].at("val_loss").get<double>(), s.val_loss);
+  EXPECT_EQ(records[4].at("summary"), true);
+  EXPECT_EQ(records[4].at("sample").get<std::string>(), s.sample);
+}
+
+// What `giant train` prints is the same printable text as sample.txt.
+TEST(Trainer, ConsoleShowsThePrintableSample) {
+  TempDir dir;
+  std::string command = std::string(GIANT_BINARY_DIR) + "/giant train";
+  for (const std::string& o : hot_sample_run(dir)) command += " --set '" + o + "'";
+  command += " > " + dir.path() + "/console.txt 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir.path() + "/console.txt");
+  const std::string console = read_file(dir.path() + "/console.txt");
+  const std::string sample = read_file(dir.path() + "/out/sample.txt");
+  EXPECT_NE(sample.find(kReplacementCharacter), std::string::npos) << "no ill-formed bytes to replace";
+  EXPECT_NE(console.find("--- sample ---\n" + sample), std::string::npos) << console;
+  EXPECT_EQ(printable_utf8(console), console);
 }
 
 TEST(Readme, DocumentsEveryKey) {

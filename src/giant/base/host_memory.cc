@@ -1,5 +1,7 @@
 #include "giant/base/host_memory.h"
 
+#include <sys/resource.h>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -16,6 +18,16 @@ bool retain_freed_memory(size_t bytes) {
   return mallopt(M_MMAP_THRESHOLD, kLargestHeapBlock) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1;
 #else
   return false;
+#endif
+}
+
+int64_t max_resident_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+#if defined(__APPLE__)
+  return static_cast<int64_t>(usage.ru_maxrss);  // bytes there
+#else
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
 #endif
 }
 

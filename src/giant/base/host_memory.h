@@ -1,7 +1,9 @@
 #pragma once
-// How the process's heap hands freed memory back to the kernel.
+// The process's host memory: how its heap hands freed memory back to the
+// kernel, and the most it has held.
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 
 namespace giant {
 
@@ -17,5 +19,9 @@ bool retain_freed_memory(size_t bytes);
 
 // The most retain_freed_memory accepts: glibc's trim threshold is an int.
 constexpr size_t kMaxRetainedBytes = INT_MAX;
+
+// The most resident memory the process has held so far, in bytes
+// (getrusage's ru_maxrss); 0 where the system does not say.
+int64_t max_resident_bytes();
 
 }  // namespace giant

@@ -5,6 +5,8 @@
 #include <ostream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "giant/planner/memory_model.h"
 
 namespace giant::planner {
@@ -30,29 +32,39 @@ constexpr Component kComponents[] = {{"compute", &StepBreakdown::compute_s},
                                      {"data-parallel communication", &StepBreakdown::dp_comm_s},
                                      {"optimizer", &StepBreakdown::optimizer_s}};
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+using Json = nlohmann::ordered_json;  // fields keep the order they are added in
 
-void print_estimate_json(const Estimate& e, std::ostream& out) {
+Json estimate_json(const Estimate& e) {
   const auto& l = e.layout;
   const auto& t = e.time;
-  out << "{\"layout\":{\"tp\":" << l.tp << ",\"pp\":" << l.pp << ",\"dp\":" << l.dp << ",\"micro_batch\":" << l.micro_batch
-      << ",\"schedule\":" << json_string(schedule_name(l.schedule)) << ",\"virtual_stages\":" << l.virtual_stages
-      << ",\"zero\":" << l.zero << ",\"recompute\":" << json_string(recompute_name(l.recompute))
-      << ",\"sequence_parallel\":" << (l.sequence_parallel ? "true" : "false")
-      << ",\"placement\":" << json_string(l.placement()) << "},";
-  out << "\"step_s\":" << t.step_s << ",\"samples_per_s\":" << e.samples_per_s
-      << ",\"tflops_per_device\":" << e.model_tflops_per_device << ",\"mfu\":" << e.mfu;
-  out << ",\"memory_bytes\":" << e.memory.total() << ",\"usable_memory_bytes\":" << e.usable_memory_bytes;
-  out << ",\"components_s\":{\"compute\":" << t.compute_s << ",\"tp_comm\":" << t.tp_comm_s << ",\"bubble\":"
-      << t.bubble_s << ",\"pp_comm\":" << t.pp_comm_s << ",\"dp_comm\":" << t.dp_comm_s << ",\"optimizer\":"
-      << t.optimizer_s << "}}";
+  Json layout;
+  layout["tp"] = l.tp;
+  layout["pp"] = l.pp;
+  layout["dp"] = l.dp;
+  layout["micro_batch"] = l.micro_batch;
+  layout["schedule"] = schedule_name(l.schedule);
+  layout["virtual_stages"] = l.virtual_stages;
+  layout["zero"] = l.zero;
+  layout["recompute"] = recompute_name(l.recompute);
+  layout["sequence_parallel"] = l.sequence_parallel;
+  layout["placement"] = l.placement();
+  Json components;
+  components["compute"] = t.compute_s;
+  components["tp_comm"] = t.tp_comm_s;
+  components["bubble"] = t.bubble_s;
+  components["pp_comm"] = t.pp_comm_s;
+  components["dp_comm"] = t.dp_comm_s;
+  components["optimizer"] = t.optimizer_s;
+  Json out;
+  out["layout"] = std::move(layout);
+  out["step_s"] = t.step_s;
+  out["samples_per_s"] = e.samples_per_s;
+  out["tflops_per_device"] = e.model_tflops_per_device;
+  out["mfu"] = e.mfu;
+  out["memory_bytes"] = e.memory.total();
+  out["usable_memory_bytes"] = e.usable_memory_bytes;
+  out["components_s"] = std::move(components);
+  return out;
 }
 
 ClusterSpec with_transport(const ClusterSpec& c, Transport transport) {
@@ -99,17 +111,20 @@ void print_plan_table(const std::vector<Estimate>& plans, std::ostream& out) {
 }
 
 void print_plans_json(const ModelSpec& m, const ClusterSpec& c, const SearchResult& r, std::ostream& out) {
-  out << "{\"model\":" << json_string(m.name) << ",\"cluster\":" << json_string(c.name)
-      << ",\"devices\":" << c.devices() << ",\"valid_layouts\":" << r.valid_layouts
-      << ",\"fitting_layouts\":" << r.fitting_layouts << ",\"search_s\":" << r.search_seconds << ",\"plans\":[";
-  for (size_t i = 0; i < r.best.size(); ++i) {
-    if (i) out << ",";
-    print_estimate_json(r.best[i], out);
-  }
-  out << "]";
-  if (r.best.size() >= 2) out << ",\"why\":" << json_string(explain_choice(r.best[0], r.best[1]));
-  if (r.best.empty()) out << ",\"fits_nowhere\":" << json_string(explain_fits_nowhere(m, c, r));
-  out << "}\n";
+  Json plan;
+  plan["model"] = m.name;
+  plan["cluster"] = c.name;
+  plan["devices"] = c.devices();
+  plan["valid_layouts"] = r.valid_layouts;
+  plan["fitting_layouts"] = r.fitting_layouts;
+  plan["search_s"] = r.search_seconds;
+  plan["plans"] = Json::array();
+  for (const Estimate& e : r.best) plan["plans"].push_back(estimate_json(e));
+  if (r.best.size() >= 2) plan["why"] = explain_choice(r.best[0], r.best[1]);
+  if (r.best.empty()) plan["fits_nowhere"] = explain_fits_nowhere(m, c, r);
+  // Names come from the user's files and flags: ill-formed UTF-8 in them is
+  // replaced rather than failing the command.
+  out << plan.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 
 std::string explain_choice(const Estimate& winner, const Estimate& runner_up) {

@@ -1,71 +1,34 @@
 #include "giant/train/metrics_log.h"
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
-#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "giant/base/error.h"
+#include "giant/base/host_memory.h"
+#include "giant/base/wall_clock.h"
 
 namespace giant::train {
+namespace {
 
-std::string json_quote(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+using Json = nlohmann::ordered_json;  // fields keep the order they are added in
+
+// JSON has no NaN or infinity (the library would write null): a string keeps
+// what the value was.
+Json number(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
 }
 
-JsonRecord& JsonRecord::add(const std::string& key, double value) {
-  if (!std::isfinite(value)) {
-    // JSON has no NaN or infinity: a string keeps the line parseable.
-    fields_.emplace_back(key, std::isnan(value) ? "\"nan\"" : (value > 0 ? "\"inf\"" : "\"-inf\""));
-    return *this;
-  }
-  char buffer[32];
-  auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
-  fields_.emplace_back(key, std::string(buffer, end));
-  return *this;
+std::string line_of(const Json& record) {
+  // Replacing, not throwing, on ill-formed UTF-8: a record is never lost.
+  return record.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-JsonRecord& JsonRecord::add(const std::string& key, int64_t value) {
-  fields_.emplace_back(key, std::to_string(value));
-  return *this;
-}
-
-JsonRecord& JsonRecord::add(const std::string& key, bool value) {
-  fields_.emplace_back(key, value ? "true" : "false");
-  return *this;
-}
-
-JsonRecord& JsonRecord::add(const std::string& key, const std::string& value) {
-  fields_.emplace_back(key, json_quote(value));
-  return *this;
-}
-
-std::string JsonRecord::str() const {
-  std::string out = "{";
-  for (size_t i = 0; i < fields_.size(); ++i) {
-    out += (i ? ", " : "") + json_quote(fields_[i].first) + ": " + fields_[i].second;
-  }
-  return out + "}";
-}
+}  // namespace
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
   if (!out_) {
@@ -73,8 +36,51 @@ MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::i
   }
 }
 
-void MetricsLog::write(const JsonRecord& record) {
-  out_ << record.str() << '\n';
+void MetricsLog::step(const StepReport& r, double comm_wait_s) {
+  Json record;
+  record["step"] = r.step;
+  record["time"] = iso8601_utc(WallClock::now());
+  record["loss"] = number(r.loss);
+  record["lr"] = number(r.lr);
+  record["grad_norm"] = number(r.grad_norm);
+  record["tokens_per_s"] = number(r.tokens_per_s);
+  record["mfu"] = number(r.mfu);
+  record["step_s"] = number(r.step_s);
+  record["data_s"] = number(r.data_s);
+  record["forward_s"] = number(r.forward_s);
+  record["backward_s"] = number(r.backward_s);
+  record["optimizer_s"] = number(r.optimizer_s);
+  record["comm_wait_s"] = number(comm_wait_s);
+  record["max_rss_bytes"] = max_resident_bytes();
+  record["skipped"] = r.skipped;
+  write(line_of(record));
+}
+
+void MetricsLog::evaluation(int64_t step, double val_loss) {
+  Json record;
+  record["step"] = step;
+  record["val_loss"] = number(val_loss);
+  write(line_of(record));
+}
+
+void MetricsLog::summary(const TrainSummary& s) {
+  Json record;
+  record["summary"] = true;
+  record["steps"] = s.steps;
+  record["skipped_steps"] = s.skipped_steps;
+  record["val_loss"] = number(s.val_loss);
+  record["tokens_per_s_median"] = number(s.tokens_per_s_median);
+  record["mfu_median"] = number(s.mfu_median);
+  record["step_s_median"] = number(s.step_s_median);
+  record["comm_wait_s_median"] = number(s.comm_wait_s_median);
+  record["matmul_flops"] = number(s.matmul_flops);
+  record["seconds"] = number(s.seconds);
+  record["sample"] = s.sample;
+  write(line_of(record));
+}
+
+void MetricsLog::write(const std::string& line) {
+  out_ << line << '\n';
   out_.flush();
   if (!out_) {
     throw Error("writing '" + path_ + "' failed: " + std::strerror(errno));

@@ -1,34 +1,31 @@
-// metrics.jsonl: one JSON object per line (one per step, one per evaluation).
+// metrics.jsonl: one JSON object per line (one per step, one per evaluation,
+// and a summary at the end), written with a JSON library so every line
+// parses whatever text it carries.
 #pragma once
 
+#include <cstdint>
 #include <fstream>
 #include <string>
-#include <utility>
-#include <vector>
+
+#include "giant/train/progress.h"
+#include "giant/train/trainer.h"
 
 namespace giant::train {
-
-// One record under construction; fields keep their order.
-class JsonRecord {
- public:
-  JsonRecord& add(const std::string& key, double value);
-  JsonRecord& add(const std::string& key, int64_t value);
-  JsonRecord& add(const std::string& key, bool value);
-  JsonRecord& add(const std::string& key, const std::string& value);
-  std::string str() const;  // {"key": value, ...}
-
- private:
-  std::vector<std::pair<std::string, std::string>> fields_;  // key, JSON text
-};
-
-std::string json_quote(const std::string& text);
 
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path);  // truncates; Error naming the file
-  void write(const JsonRecord& record);           // one line, flushed
+
+  // The step's report and its time blocked in communication, with the wall
+  // clock (`time`, ISO 8601 UTC) and the process's peak memory
+  // (`max_rss_bytes`) as the record is written.
+  void step(const StepReport& report, double comm_wait_s);
+  void evaluation(int64_t step, double val_loss);
+  void summary(const TrainSummary& summary);  // the sample must be printable_utf8 already
 
  private:
+  void write(const std::string& line);  // one line, flushed
+
   std::string path_;
   std::ofstream out_;
 };

@@ -12,6 +12,7 @@
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
 #include "giant/base/timer.h"
+#include "giant/base/utf8.h"
 #include "giant/ccl/communicator.h"
 #include "giant/data/corpus.h"
 #include "giant/data/sampler.h"
@@ -365,20 +366,7 @@ TrainSummary Trainer::run() {
       s.progress.line("step " + std::to_string(step + 1) + " skipped: loss " + std::to_string(loss) +
                       ", gradient norm " + std::to_string(grad_norm) + " (not finite)");
     }
-    if (s.metrics) s.metrics->write(JsonRecord()
-                         .add("step", step + 1)
-                         .add("loss", loss)
-                         .add("lr", lr)
-                         .add("grad_norm", grad_norm)
-                         .add("tokens_per_s", report.tokens_per_s)
-                         .add("mfu", report.mfu)
-                         .add("step_s", step_s)
-                         .add("data_s", data_s)
-                         .add("forward_s", forward_s)
-                         .add("backward_s", backward_s)
-                         .add("optimizer_s", optimizer_s)
-                         .add("comm_wait_s", comm_wait_s)
-                         .add("skipped", !applied));
+    if (s.metrics) s.metrics->step(report, comm_wait_s);
     if (step == 0) summary.first_loss = loss;
     summary.last_loss = loss;
     if (step > 0 || t.steps == 1) {  // the first step pays for warm-up
@@ -391,7 +379,7 @@ TrainSummary Trainer::run() {
     const bool last = step + 1 == t.steps;
     if (last || (t.eval_every > 0 && (step + 1) % t.eval_every == 0)) {
       summary.val_loss = s.evaluate();
-      if (s.metrics) s.metrics->write(JsonRecord().add("step", step + 1).add("val_loss", summary.val_loss));
+      if (s.metrics) s.metrics->evaluation(step + 1, summary.val_loss);
       s.progress.line("step " + std::to_string(step + 1) + "/" + std::to_string(t.steps) +
                       "  train loss " + fixed(loss, 4) + "  val loss " + fixed(summary.val_loss, 4) +
                       "  " + fixed(median(tokens_per_s), 0) + " tok/s  MFU " +
@@ -418,21 +406,12 @@ TrainSummary Trainer::run() {
     options.vocab = c.model.vocab;
     options.seq_len = c.model.seq_len;
     options.seed = static_cast<uint64_t>(t.seed);
-    summary.sample = generate_text(s.model, *s.tokenizer, options, s.tp);
+    // A byte-level model samples any bytes: the text everyone sees is valid
+    // UTF-8 without terminal controls (the console, sample.txt, metrics.jsonl).
+    summary.sample = printable_utf8(generate_text(s.model, *s.tokenizer, options, s.tp));
     if (s.leader) std::ofstream(s.out_dir / "sample.txt", std::ios::trunc) << summary.sample << '\n';
   }
-  if (s.metrics) s.metrics->write(JsonRecord()
-                       .add("summary", true)
-                       .add("steps", summary.steps)
-                       .add("skipped_steps", summary.skipped_steps)
-                       .add("val_loss", summary.val_loss)
-                       .add("tokens_per_s_median", summary.tokens_per_s_median)
-                       .add("mfu_median", summary.mfu_median)
-                       .add("step_s_median", summary.step_s_median)
-                       .add("comm_wait_s_median", summary.comm_wait_s_median)
-                       .add("matmul_flops", summary.matmul_flops)
-                       .add("seconds", summary.seconds)
-                       .add("sample", summary.sample));
+  if (s.metrics) s.metrics->summary(summary);
   return summary;
 }
 

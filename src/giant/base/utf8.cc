@@ -1,0 +1,68 @@
+#include "giant/base/utf8.h"
+
+#include <cstdint>
+
+namespace giant {
+namespace {
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// The length of the sequence a lead byte starts and the range its second
+// byte must fall in (the ranges exclude overlong forms, surrogates and code
+// points past U+10FFFF); length 0 for a byte that starts nothing.
+struct Lead {
+  int length;
+  unsigned char second_min, second_max;
+};
+
+Lead lead_of(unsigned char b) {
+  if (b < 0x80) return {1, 0, 0};
+  if (b >= 0xC2 && b <= 0xDF) return {2, 0x80, 0xBF};
+  if (b == 0xE0) return {3, 0xA0, 0xBF};
+  if (b == 0xED) return {3, 0x80, 0x9F};
+  if (b >= 0xE1 && b <= 0xEF) return {3, 0x80, 0xBF};
+  if (b == 0xF0) return {4, 0x90, 0xBF};
+  if (b >= 0xF1 && b <= 0xF3) return {4, 0x80, 0xBF};
+  if (b == 0xF4) return {4, 0x80, 0x8F};
+  return {0, 0, 0};
+}
+
+bool is_control(uint32_t code_point) {
+  if (code_point == '\n' || code_point == '\t') return false;
+  return code_point < 0x20 || (code_point >= 0x7F && code_point <= 0x9F);
+}
+
+}  // namespace
+
+std::string printable_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const auto lead = static_cast<unsigned char>(bytes[i]);
+    const Lead l = lead_of(lead);
+    if (l.length == 0) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    // The longest prefix of a valid sequence is one ill-formed subpart.
+    uint32_t code_point = l.length == 1 ? lead : lead & (0xFF >> (l.length + 1));
+    int taken = 1;
+    for (; taken < l.length && i + taken < bytes.size(); ++taken) {
+      const auto b = static_cast<unsigned char>(bytes[i + taken]);
+      const bool fits = taken == 1 ? (b >= l.second_min && b <= l.second_max) : (b >= 0x80 && b <= 0xBF);
+      if (!fits) break;
+      code_point = (code_point << 6) | (b & 0x3F);
+    }
+    if (taken < l.length || is_control(code_point)) {
+      out += kReplacement;
+    } else {
+      out.append(bytes.substr(i, static_cast<size_t>(taken)));
+    }
+    i += static_cast<size_t>(taken);
+  }
+  return out;
+}
+
+}  // namespace giant

@@ -1,0 +1,18 @@
+// Text from arbitrary bytes that is safe to print and to store as JSON.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace giant {
+
+// The bytes as valid UTF-8 with nothing in them that drives a terminal:
+// each ill-formed stretch (a stray continuation byte, a truncated sequence,
+// an overlong encoding, a surrogate, a code point past U+10FFFF) becomes one
+// U+FFFD per maximal ill-formed subpart, as Unicode recommends and Python's
+// errors="replace" does; control characters other than newline and tab (C0,
+// DEL and C1, which move the cursor, switch modes or make grep call a log
+// binary) become U+FFFD too. Valid printable text passes unchanged.
+std::string printable_utf8(std::string_view bytes);
+
+}  // namespace giant

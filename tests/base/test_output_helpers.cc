@@ -1,0 +1,127 @@
+// The helpers behind what runs write for people and tools: printable UTF-8,
+// wall-clock time and peak memory.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "giant/base/host_memory.h"
+#include "giant/base/utf8.h"
+#include "giant/base/wall_clock.h"
+
+namespace giant {
+namespace {
+
+const std::string kFffd = "\xEF\xBF\xBD";
+
+std::string times(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Well-formed UTF-8 by the definition of RFC 3629, checked apart from the
+// sanitiser: every byte belongs to a shortest-form scalar value.
+bool well_formed(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const int n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? b : b & (0x7F >> n);
+    for (int k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
+}
+
+TEST(PrintableUtf8, KeepsValidPrintableText) {
+  const std::string text = "plain ASCII\twith tab\nand newline; caf\xC3\xA9, \xE2\x82\xAC, \xF0\x9F\x98\x80, "
+                           "U+00A0 \xC2\xA0, U+FFFD " + kFffd + ", U+10FFFF \xF4\x8F\xBF\xBF";
+  EXPECT_EQ(printable_utf8(text), text);
+  EXPECT_EQ(printable_utf8(""), "");
+}
+
+TEST(PrintableUtf8, ReplacesControlCharacters) {
+  EXPECT_EQ(printable_utf8(std::string("a\0b", 3)), "a" + kFffd + "b");
+  EXPECT_EQ(printable_utf8("\x1B[2J\r\x07\x7F"), kFffd + "[2J" + times(kFffd, 3));
+  // C1 controls, well-formed as UTF-8 (U+0080, U+009B CSI, U+009F).
+  EXPECT_EQ(printable_utf8("\xC2\x80\xC2\x9B\xC2\x9F"), times(kFffd, 3));
+  EXPECT_EQ(printable_utf8("\n\t"), "\n\t");
+}
+
+TEST(PrintableUtf8, ReplacesEachMaximalIllFormedSubpart) {
+  // Stray continuation bytes and bytes that start nothing: one each.
+  EXPECT_EQ(printable_utf8("\x80\xBF"), times(kFffd, 2));
+  EXPECT_EQ(printable_utf8("a\x9E" "b\xFF\xFE\xF5"), "a" + kFffd + "b" + times(kFffd, 3));
+  // Truncated sequences: one for the whole prefix, then what follows.
+  EXPECT_EQ(printable_utf8("\xE2\x82"), kFffd);
+  EXPECT_EQ(printable_utf8("\xE2\x82z"), kFffd + "z");
+  EXPECT_EQ(printable_utf8("\xF0\x9F\x98"), kFffd);
+  EXPECT_EQ(printable_utf8("\xF0\x9F\x98\xC3\xA9"), kFffd + "\xC3\xA9");
+  EXPECT_EQ(printable_utf8("\xC3"), kFffd);
+  // Overlong encodings ('/' as 2, 3 and 4 bytes, NUL as 2): no byte starts a valid prefix.
+  EXPECT_EQ(printable_utf8("\xC0\xAF"), times(kFffd, 2));
+  EXPECT_EQ(printable_utf8("\xC1\xBF"), times(kFffd, 2));
+  EXPECT_EQ(printable_utf8("\xE0\x80\xAF"), times(kFffd, 3));
+  EXPECT_EQ(printable_utf8("\xF0\x80\x80\xAF"), times(kFffd, 4));
+  EXPECT_EQ(printable_utf8("\xC0\x80"), times(kFffd, 2));
+  // Surrogates U+D800 and U+DFFF, and a CESU-8 pair.
+  EXPECT_EQ(printable_utf8("\xED\xA0\x80"), times(kFffd, 3));
+  EXPECT_EQ(printable_utf8("\xED\xBF\xBF"), times(kFffd, 3));
+  EXPECT_EQ(printable_utf8("\xED\xA0\xBD\xED\xB8\x80"), times(kFffd, 6));
+  EXPECT_EQ(printable_utf8("\xED\x9F\xBF"), "\xED\x9F\xBF");  // U+D7FF, just below
+  // Past U+10FFFF.
+  EXPECT_EQ(printable_utf8("\xF4\x90\x80\x80"), times(kFffd, 4));
+}
+
+TEST(PrintableUtf8, ArbitraryBytesBecomeWellFormedPrintableText) {
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  for (int round = 0; round < 200; ++round) {
+    std::string bytes;
+    for (int i = 0; i < 64; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      bytes += static_cast<char>(state >> 56);
+    }
+    const std::string text = printable_utf8(bytes);
+    ASSERT_TRUE(well_formed(text)) << round;
+    for (unsigned char c : text) ASSERT_TRUE(c >= 0x20 || c == '\n' || c == '\t') << round;
+    ASSERT_EQ(text.find("\xC2\x80"), std::string::npos);  // no C1 controls either
+    ASSERT_EQ(printable_utf8(text), text) << round;  // a fixed point
+  }
+  // Every single byte.
+  for (int b = 0; b < 256; ++b) {
+    const std::string text = printable_utf8(std::string(1, static_cast<char>(b)));
+    const bool kept = (b >= 0x20 && b < 0x7F) || b == '\n' || b == '\t';
+    EXPECT_EQ(text, kept ? std::string(1, static_cast<char>(b)) : kFffd) << b;
+  }
+}
+
+TEST(WallClock, Iso8601InUtcToTheMillisecond) {
+  using namespace std::chrono;
+  const WallClock::time_point t{seconds(1796113800) + milliseconds(123)};
+  EXPECT_EQ(iso8601_utc(t), "2026-12-01T08:30:00.123Z");
+  EXPECT_EQ(iso8601_utc(WallClock::time_point{}), "1970-01-01T00:00:00.000Z");
+  EXPECT_DOUBLE_EQ(unix_seconds(t), 1796113800.123);
+  const std::regex shape(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+  EXPECT_TRUE(std::regex_match(iso8601_utc(WallClock::now()), shape));
+}
+
+TEST(HostMemory, MaxResidentBytesGrowsWithTouchedMemory) {
+  const int64_t before = max_resident_bytes();
+  EXPECT_GT(before, 1 << 20);  // a running test binary holds more than 1 MiB
+  constexpr size_t kSize = 64 << 20;
+  std::vector<char> block(kSize, 1);  // touched, so resident
+  EXPECT_GE(max_resident_bytes(), static_cast<int64_t>(kSize)) << before;
+  EXPECT_EQ(block[kSize / 2], 1);
+}
+
+}  // namespace
+}  // namespace giant
