@@ -1,11 +1,12 @@
 // The helpers behind what runs write for people and tools: printable UTF-8,
-// wall-clock time and peak memory.
+// wall-clock time, peak memory and CRC-32C.
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "giant/base/crc32c.h"
 #include "giant/base/host_memory.h"
 #include "giant/base/utf8.h"
 #include "giant/base/wall_clock.h"
@@ -121,6 +122,26 @@ TEST(HostMemory, MaxResidentBytesGrowsWithTouchedMemory) {
   std::vector<char> block(kSize, 1);  // touched, so resident
   EXPECT_GE(max_resident_bytes(), static_cast<int64_t>(kSize)) << before;
   EXPECT_EQ(block[kSize / 2], 1);
+}
+
+TEST(Crc32c, MatchesTheCastagnoliCheckValues) {
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(crc32c(""), 0u);
+  // RFC 3720 (iSCSI) B.4: 32 bytes of zeros, of 0xFF, and ascending 0..31.
+  EXPECT_EQ(crc32c(std::string(32, '\0')), 0x8A9136AAu);
+  EXPECT_EQ(crc32c(std::string(32, '\xFF')), 0x62A8AB43u);
+  std::string ascending;
+  for (int i = 0; i < 32; ++i) ascending += static_cast<char>(i);
+  EXPECT_EQ(crc32c(ascending), 0x46DD794Eu);
+}
+
+TEST(Crc32c, MaskedAsTfRecordFramesIt) {
+  // ((0xE3069283 >> 15) | (0xE3069283 << 17)) + 0xA282EAD8, mod 2^32.
+  EXPECT_EQ(masked_crc32c("123456789"), 0xC78AB0E5u);  // rotated 0x2507C60D
+  EXPECT_EQ(masked_crc32c(""), 0xA282EAD8u);  // the CRC of nothing is 0
+  const std::string zero_length(8, '\0');    // a TFRecord header for an empty record
+  const uint32_t crc = crc32c(zero_length);
+  EXPECT_EQ(masked_crc32c(zero_length), ((crc >> 15) | (crc << 17)) + 0xA282EAD8u);
 }
 
 }  // namespace

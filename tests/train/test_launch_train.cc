@@ -1,6 +1,7 @@
 // giant launch running giant train as real processes: a data-parallel run
-// completes, and a rank killed mid-step ends the launch, non-zero, naming
-// the rank, within twice the ccl timeout, with no process left behind.
+// completes (rank 0 alone writing its curves), and a rank killed mid-step
+// ends the launch, non-zero, naming the rank, within twice the ccl timeout,
+// with no process left behind.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -11,7 +12,9 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "train/support/event_file_reader.h"
 #include "train/support/train_test_support.h"
 
 namespace {
@@ -59,6 +62,12 @@ TEST(LaunchTrain, DataParallelRunCompletes) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
   EXPECT_NE(log.find("[rank 0] giant train: done: 3 steps"), std::string::npos) << log;
   EXPECT_NE(read_file(dir.path() + "/out/metrics.jsonl").find("\"summary\":true"), std::string::npos);
+  // Only rank 0 writes the curves: one event file, each step once.
+  const std::vector<std::string> events = giant::train::test::event_files(dir.path() + "/out/tensorboard");
+  ASSERT_EQ(events.size(), 1u);
+  int losses = 0;
+  for (const auto& scalar : giant::train::test::decode(events[0])) losses += scalar.tag == "loss/train";
+  EXPECT_EQ(losses, 3);
 }
 
 TEST(LaunchTrain, KilledRankEndsTheRunNamingIt) {

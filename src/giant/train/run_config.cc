@@ -128,9 +128,10 @@ void define_run_keys(Tunables& k) {
                "freed host memory each rank keeps for reuse instead of returning it to the kernel "
                "(0: the C library's defaults; at most " + std::to_string(kMaxRetainMb) + ")");
   k.define_int("train.max_bad_steps", 5, "stop after this many non-finite steps in a row");
-  k.define_string("train.out_dir", "runs/latest", "where metrics.jsonl, config.toml and trace.json go");
+  k.define_string("train.out_dir", "runs/latest", "where config.toml, metrics.jsonl, sample.txt, tensorboard/ and trace.json go");
   k.define_bool("train.trace", false, "write a Chrome trace of the first steps to out_dir/trace.json");
   k.define_int("train.trace_steps", 3, "steps in the trace");
+  k.define_bool("train.tensorboard", true, "write TensorBoard curves to out_dir/tensorboard/ (rank 0)");
   k.define_int("train.sample_tokens", 300, "tokens of text generated at the end (0: none)");
   k.define_string("train.sample_prompt", "And God said", "prompt of the generated sample");
   k.define_real("train.sample_temperature", 0.8, "sampling temperature of the generated sample");
@@ -235,6 +236,7 @@ RunConfig run_config_from(const Tunables& k) {
   t.out_dir = k.get_string("train.out_dir");
   t.trace = k.get_bool("train.trace");
   t.trace_steps = k.get_int("train.trace_steps");
+  t.tensorboard = k.get_bool("train.tensorboard");
   t.sample_tokens = k.get_int("train.sample_tokens");
   t.sample_prompt = k.get_string("train.sample_prompt");
   t.sample_temperature = k.get_real("train.sample_temperature");

@@ -36,6 +36,7 @@ struct TrainSettings {
   std::string out_dir;
   bool trace = false;
   int64_t trace_steps = 0;
+  bool tensorboard = false;
   int64_t sample_tokens = 0;
   std::string sample_prompt;
   double sample_temperature = 0;

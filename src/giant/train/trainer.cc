@@ -30,6 +30,7 @@
 #include "giant/train/metrics_log.h"
 #include "giant/train/progress.h"
 #include "giant/train/step_guard.h"
+#include "giant/train/tensorboard_log.h"
 
 namespace giant::train {
 namespace {
@@ -94,6 +95,7 @@ struct Trainer::State {
   std::vector<at::Tensor> updated;
   std::vector<bool> updated_is_shard;
   std::unique_ptr<MetricsLog> metrics;
+  std::unique_ptr<TensorBoardLog> tensorboard;
   std::filesystem::path out_dir;
 
   State(RunConfig c, std::ostream& o, bool live, TrainHooks h, bool is_leader)
@@ -194,6 +196,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
       throw ConfigError("train.out_dir", "cannot write '" + (s.out_dir / "config.toml").string() + "'");
     }
     s.metrics = std::make_unique<MetricsLog>((s.out_dir / "metrics.jsonl").string());
+    if (c.train.tensorboard) s.tensorboard = std::make_unique<TensorBoardLog>((s.out_dir / "tensorboard").string());
   }
 
   torch::set_num_threads(static_cast<int>(c.train.threads));
@@ -367,6 +370,7 @@ TrainSummary Trainer::run() {
                       ", gradient norm " + std::to_string(grad_norm) + " (not finite)");
     }
     if (s.metrics) s.metrics->step(report, comm_wait_s);
+    if (s.tensorboard) s.tensorboard->step(report);
     if (step == 0) summary.first_loss = loss;
     summary.last_loss = loss;
     if (step > 0 || t.steps == 1) {  // the first step pays for warm-up
@@ -380,6 +384,7 @@ TrainSummary Trainer::run() {
     if (last || (t.eval_every > 0 && (step + 1) % t.eval_every == 0)) {
       summary.val_loss = s.evaluate();
       if (s.metrics) s.metrics->evaluation(step + 1, summary.val_loss);
+      if (s.tensorboard) s.tensorboard->evaluation(step + 1, summary.val_loss);
       s.progress.line("step " + std::to_string(step + 1) + "/" + std::to_string(t.steps) +
                       "  train loss " + fixed(loss, 4) + "  val loss " + fixed(summary.val_loss, 4) +
                       "  " + fixed(median(tokens_per_s), 0) + " tok/s  MFU " +

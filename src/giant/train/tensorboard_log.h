@@ -1,0 +1,39 @@
+// TensorBoard's event file: a run's curves for `tensorboard --logdir
+// OUT_DIR/tensorboard`. TFRecord framing around Event protobuf messages,
+// encoded here by hand (a handful of fields; no protobuf dependency) and
+// without libtorch.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "giant/train/progress.h"
+
+namespace giant::train {
+
+class TensorBoardLog {
+ public:
+  // Removes earlier event files from `dir` (like metrics.jsonl it holds the
+  // latest run), creates dir/events.out.tfevents.<unix seconds>.<hostname>
+  // and writes the file_version event. Error naming the file.
+  explicit TensorBoardLog(const std::string& dir);
+
+  // loss/train, optim/lr, optim/grad_norm, perf/tokens_per_s, perf/mfu,
+  // perf/step_s and memory/max_rss_bytes (the process's peak).
+  void step(const StepReport& report);
+  void evaluation(int64_t step, double val_loss);  // loss/val
+
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_scalars(int64_t step, const std::vector<std::pair<const char*, double>>& scalars);
+  void write_record(const std::string& event);  // one TFRecord, flushed
+
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace giant::train
