@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -17,6 +17,7 @@
 
 #include "giant/base/error.h"
 #include "giant/base/utf8.h"
+#include "giant/train/metrics_log.h"
 #include "giant/train/run_config.h"
 #include "giant/train/step_guard.h"
 #include "giant/train/trainer.h"
@@ -317,6 +318,29 @@ TEST(Trainer, MetricsParseStrictlyWhateverBytesTheSampleHolds) {
   EXPECT_DOUBLE_EQ(records[3].at("val_loss").get<double>(), s.val_loss);
   EXPECT_EQ(records[4].at("summary"), true);
   EXPECT_EQ(records[4].at("sample").get<std::string>(), s.sample);
+}
+
+TEST(MetricsLog, NonFiniteValuesStayStrictJson) {
+  TempDir dir;
+  const std::string path = dir.path() + "/metrics.jsonl";
+  {
+    MetricsLog log(path);
+    StepReport report;
+    report.step = 7;
+    report.loss = NAN;
+    report.grad_norm = INFINITY;
+    report.mfu = -INFINITY;
+    report.skipped = true;
+    log.step(report, 0.5);
+  }
+  const std::vector<nlohmann::json> records = parse_json_lines(path);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].at("loss"), "nan");
+  EXPECT_EQ(records[0].at("grad_norm"), "inf");
+  EXPECT_EQ(records[0].at("mfu"), "-inf");
+  EXPECT_EQ(records[0].at("comm_wait_s"), 0.5);
+  EXPECT_EQ(records[0].at("skipped"), true);
+  EXPECT_THROW(MetricsLog(dir.path() + "/no/such/dir/metrics.jsonl"), Error);
 }
 
 // What `giant train` prints is the same printable text as sample.txt.

@@ -128,7 +128,8 @@ void define_run_keys(Tunables& k) {
                "freed host memory each rank keeps for reuse instead of returning it to the kernel "
                "(0: the C library's defaults; at most " + std::to_string(kMaxRetainMb) + ")");
   k.define_int("train.max_bad_steps", 5, "stop after this many non-finite steps in a row");
-  k.define_string("train.out_dir", "runs/latest", "where config.toml, metrics.jsonl, sample.txt, tensorboard/ and trace.json go");
+  k.define_string("train.out_dir", "runs/latest",
+                  "where config.toml, metrics.jsonl, sample.txt, tensorboard/ and trace.json go");
   k.define_bool("train.trace", false, "write a Chrome trace of the first steps to out_dir/trace.json");
   k.define_int("train.trace_steps", 3, "steps in the trace");
   k.define_bool("train.tensorboard", true, "write TensorBoard curves to out_dir/tensorboard/ (rank 0)");
