@@ -1,13 +1,16 @@
-// giant_base: checks and errors, units, the tunables registry, deadlines.
+// giant_base: checks and errors, units, the tunables registry, deadlines,
+// logging, the nearest-name suggestions.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <regex>
 #include <thread>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
+#include "giant/base/edit_distance.h"
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
 #include "giant/base/logging.h"
@@ -108,6 +111,71 @@ TEST(Tunables, ErrorsNameTheKey) {
   EXPECT_THROW(t.apply_environment({{"GIANT_CCL_SOCKETS", "x"}}), ConfigError);
 }
 
+// The message of the ConfigError f throws ("none" if it throws none).
+template <class F>
+std::string config_error(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "none";
+}
+
+TEST(Tunables, AnUnknownNameSaysTheNearestKnownOne) {
+  Tunables t;
+  t.define_int("ccl.sockets", 2, "sockets per peer");
+  t.define_seconds("ccl.timeout", 300, "timeout");
+  const std::string what = config_error([&] { t.set("ccl.sokets", "2", TunableSource::command_line); });
+  EXPECT_NE(what.find("did you mean ccl.sockets?"), std::string::npos) << what;
+  const std::string far = config_error([&] { t.set("model.layers", "2", TunableSource::command_line); });
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+}
+
+TEST(Tunables, BadEnvironmentValuesNameTheVariableNotACheck) {
+  Tunables t;
+  t.define_int("ccl.sockets", 2, "sockets per peer");
+  t.define_real("train.lr", 1e-3, "lr");
+  t.define_bytes("ccl.chunk", 4 * MiB, "chunk size");
+  t.define_seconds("ccl.timeout", 300, "timeout");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"GIANT_CCL_SOCKETS", ""},       {"GIANT_CCL_SOCKETS", "4x"}, {"GIANT_CCL_SOCKETS", "99999999999999999999"},
+      {"GIANT_TRAIN_LR", ""},          {"GIANT_TRAIN_LR", "fast"},  {"GIANT_CCL_CHUNK", "lots"},
+      {"GIANT_CCL_CHUNK", "3 parsecs"}, {"GIANT_CCL_TIMEOUT", "soon"}};
+  for (const auto& [variable, value] : cases) {
+    const std::string what = config_error([&] { t.apply_environment({{variable, value}}); });
+    EXPECT_NE(what.find("environment variable " + variable), std::string::npos) << what;
+    EXPECT_NE(what.find("'" + value + "'"), std::string::npos) << what;
+    EXPECT_EQ(what.find(" at giant/"), std::string::npos) << "an internal check's text: " << what;
+  }
+}
+
+TEST(Tunables, AVariableOneTypoFromATunableIsReported) {
+  Tunables t;
+  t.define_int("ccl.sockets", 2, "sockets per peer");
+  testing::internal::CaptureStderr();
+  t.apply_environment({{"GIANT_CCL_SOKETS", "3"}, {"GIANT_RANK", "1"}, {"HOME", "/root"}});
+  const std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_NE(logged.find("GIANT_CCL_SOKETS"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("did you mean GIANT_CCL_SOCKETS?"), std::string::npos) << logged;
+  EXPECT_EQ(logged.find("GIANT_RANK"), std::string::npos) << "not a tunable's misspelling: " << logged;
+  EXPECT_EQ(t.get_int("ccl.sockets"), 2);
+}
+
+TEST(EditDistance, CountsEditsAndSwaps) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("train.lr", "train.lr"), 0u);
+  EXPECT_EQ(edit_distance("train.rl", "train.lr"), 1u);  // a swap is one edit
+  EXPECT_EQ(edit_distance("model.layerz", "model.layers"), 1u);
+  const std::vector<std::string> keys = {"train.lr", "train.min_lr", "model.layers", "train.steps"};
+  EXPECT_EQ(nearest_name("train.lrr", keys), "train.lr");
+  EXPECT_EQ(nearest_name("train.step", keys), "train.steps");
+  EXPECT_EQ(nearest_name("data.path", keys), "");  // nothing near: no guess
+  EXPECT_EQ(did_you_mean("model.layer", keys), " (did you mean model.layers?)");
+  EXPECT_EQ(did_you_mean("xyz", keys), "");
+}
+
 TEST(Deadline, ExpiresAndNever) {
   Deadline never = Deadline::never();
   EXPECT_FALSE(never.expired());
@@ -140,6 +208,31 @@ TEST(Logging, LevelsParse) {
   EXPECT_TRUE(log_enabled(LogLevel::warn));
   EXPECT_FALSE(log_enabled(LogLevel::debug));
   GIANT_LOG(info) << "a line with a rank prefix";
+  configure_logging("", LogLevel::info);
+}
+
+TEST(Logging, LevelAndTimestampsFromTheirTunables) {
+  Tunables keys;
+  define_logging_tunables(keys);
+  keys.apply_environment({{"GIANT_LOG_LEVEL", "warn"}, {"GIANT_LOG_TIMESTAMPS", "true"}});
+  configure_logging_from(keys);
+  testing::internal::CaptureStderr();
+  GIANT_LOG(info) << "an info line";
+  GIANT_LOG(warn) << "a warning line";
+  const std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(logged.find("an info line"), std::string::npos) << logged;
+  EXPECT_TRUE(std::regex_match(logged, std::regex("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z "
+                                                  "warning: a warning line\n")))
+      << logged;
+
+  Tunables bad;
+  define_logging_tunables(bad);
+  bad.apply_environment({{"GIANT_LOG_LEVEL", "loud"}});
+  const std::string what = config_error([&] { configure_logging_from(bad); });
+  EXPECT_NE(what.find("GIANT_LOG_LEVEL"), std::string::npos) << what;
+  EXPECT_NE(what.find("unknown log level 'loud'"), std::string::npos) << what;
+  set_log_level(LogLevel::info);
+  set_log_timestamps(false);
 }
 
 }  // namespace

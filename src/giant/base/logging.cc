@@ -3,9 +3,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <mutex>
 
 #include "giant/base/error.h"
+#include "giant/base/tunables.h"
 
 namespace giant {
 namespace {
@@ -14,6 +18,7 @@ struct LogSettings {
   std::mutex mutex;
   std::string prefix;
   std::atomic<int> level{static_cast<int>(LogLevel::info)};
+  std::atomic<bool> timestamps{false};
 };
 
 LogSettings& settings() {
@@ -29,6 +34,21 @@ const char* level_tag(LogLevel level) {
     case LogLevel::error: return "error: ";
     default: return "";
   }
+}
+
+// ISO 8601 in UTC with milliseconds, so lines of ranks on hosts in other
+// time zones sort together.
+std::string timestamp_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[40];
+  const size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text + n, sizeof text - n, ".%03dZ ", static_cast<int>(millis));
+  return text;
 }
 
 }  // namespace
@@ -49,18 +69,38 @@ void configure_logging(const std::string& prefix, LogLevel level) {
   s.level = static_cast<int>(level);
 }
 
+void set_log_level(LogLevel level) { settings().level = static_cast<int>(level); }
+
+void set_log_timestamps(bool on) { settings().timestamps = on; }
+
 LogLevel log_level() { return static_cast<LogLevel>(settings().level.load()); }
 
 bool log_enabled(LogLevel level) { return static_cast<int>(level) >= settings().level.load(); }
+
+void define_logging_tunables(Tunables& keys) {
+  keys.define_string("log.level", "info", "messages shown: debug, info, warn, error or off");
+  keys.define_bool("log.timestamps", false, "start each log line with the UTC time");
+}
+
+void configure_logging_from(const Tunables& keys) {
+  const std::string& level = keys.get_string("log.level");
+  try {
+    set_log_level(parse_log_level(level));
+  } catch (const Error& e) {
+    throw ConfigError("log.level", std::string(e.what()) + " (from " +
+                                       tunable_origin("log.level", keys.source("log.level")) + ")");
+  }
+  set_log_timestamps(keys.get_bool("log.timestamps"));
+}
 
 namespace detail {
 
 LogLine::~LogLine() {
   auto& s = settings();
-  std::string line;
+  std::string line = s.timestamps ? timestamp_now() : std::string();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    line = s.prefix;
+    line += s.prefix;
   }
   line += level_tag(level_);
   line += out_.str();

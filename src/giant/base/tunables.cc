@@ -1,15 +1,47 @@
 #include "giant/base/tunables.h"
 
-#include <charconv>
-
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <sstream>
 
+#include "giant/base/edit_distance.h"
 #include "giant/base/error.h"
+#include "giant/base/logging.h"
 #include "giant/base/units.h"
 
 namespace giant {
+namespace {
+
+constexpr const char* kEnvironmentPrefix = "GIANT_";
+
+// The whole text as a number, or an error saying what was expected.
+int64_t parse_integer(const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') throw Error("expected an integer, got '" + text + "'");
+  if (errno == ERANGE) throw Error("integer out of range, got '" + text + "'");
+  return v;
+}
+
+double parse_real(const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') throw Error("expected a number, got '" + text + "'");
+  if (errno == ERANGE) throw Error("number out of range, got '" + text + "'");
+  return v;
+}
+
+}  // namespace
+
+std::string tunable_origin(const std::string& name, TunableSource source) {
+  if (source == TunableSource::environment) return "environment variable " + Tunables::environment_name(name);
+  return tunable_source_name(source);
+}
 
 const char* tunable_source_name(TunableSource source) {
   switch (source) {
@@ -51,26 +83,14 @@ void Tunables::define_seconds(const std::string& name, double value, const std::
 
 void Tunables::set(const std::string& name, const std::string& text, TunableSource source) {
   auto it = entries_.find(name);
-  if (it == entries_.end()) throw ConfigError(name, "unknown tunable");
+  if (it == entries_.end()) throw ConfigError(name, "unknown tunable" + did_you_mean(name, names()));
   Entry& e = it->second;
   if (source < e.source) return;
   Entry parsed = e;
   try {
     switch (e.kind) {
-      case TunableKind::integer: {
-        char* end = nullptr;
-        long long v = std::strtoll(text.c_str(), &end, 10);
-        GIANT_CHECK(!text.empty() && *end == '\0', "expected an integer, got '", text, "'");
-        parsed.integer = v;
-        break;
-      }
-      case TunableKind::real: {
-        char* end = nullptr;
-        double v = std::strtod(text.c_str(), &end);
-        GIANT_CHECK(!text.empty() && *end == '\0', "expected a number, got '", text, "'");
-        parsed.real = v;
-        break;
-      }
+      case TunableKind::integer: parsed.integer = parse_integer(text); break;
+      case TunableKind::real: parsed.real = parse_real(text); break;
       case TunableKind::boolean:
         if (text == "1" || text == "true" || text == "yes" || text == "on") parsed.boolean = true;
         else if (text == "0" || text == "false" || text == "no" || text == "off") parsed.boolean = false;
@@ -83,7 +103,7 @@ void Tunables::set(const std::string& name, const std::string& text, TunableSour
   } catch (const ConfigError&) {
     throw;
   } catch (const Error& err) {
-    throw ConfigError(name, std::string(err.what()) + " (from " + tunable_source_name(source) + ")");
+    throw ConfigError(name, std::string(err.what()) + " (from " + tunable_origin(name, source) + ")");
   }
   parsed.source = source;
   e = parsed;
@@ -99,6 +119,25 @@ void Tunables::apply_environment(const std::map<std::string, std::string>& env) 
   for (const auto& kv : entries_) {
     auto it = env.find(environment_name(kv.first));
     if (it != env.end()) set(kv.first, it->second, TunableSource::environment);
+  }
+  warn_about_near_misses(env);
+}
+
+// A GIANT_* variable one typo away from a tunable's is most likely that
+// tunable misspelt, silently ignored otherwise. Others (GIANT_RANK, and the
+// tunables of layers this registry lacks) are not this registry's business.
+void Tunables::warn_about_near_misses(const std::map<std::string, std::string>& env) const {
+  const size_t prefix = std::char_traits<char>::length(kEnvironmentPrefix);
+  std::vector<std::string> known;
+  for (const auto& kv : entries_) known.push_back(environment_name(kv.first).substr(prefix));
+  for (const auto& kv : env) {
+    if (kv.first.rfind(kEnvironmentPrefix, 0) != 0) continue;
+    const std::string suffix = kv.first.substr(prefix);
+    if (std::find(known.begin(), known.end(), suffix) != known.end()) continue;
+    const std::string nearest = nearest_name(suffix, known);
+    if (nearest.empty()) continue;
+    GIANT_LOG(warn) << "ignoring " << kv.first << ", which names no setting (did you mean " << kEnvironmentPrefix
+                    << nearest << "?)";
   }
 }
 

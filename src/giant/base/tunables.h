@@ -4,7 +4,8 @@
 // layered default < config < environment (GIANT_<NAME>) < command line, and a
 // value set from a lower layer never overrides a higher one. Unknown names and
 // values of the wrong type are ConfigErrors naming the key. The registry is a
-// plain object passed to whoever needs it: no global state.
+// plain object passed to whoever needs it: no global state. An unknown name
+// says which known one is nearest ("did you mean ccl.timeout?").
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,9 @@ enum class TunableKind { integer, real, boolean, string, bytes, seconds };
 enum class TunableSource { defaults = 0, config = 1, environment = 2, command_line = 3 };
 
 const char* tunable_source_name(TunableSource source);
+// Where a value of name came from, as errors say it: "environment variable
+// GIANT_TRAIN_LR" (what the user set), "config", "command line".
+std::string tunable_origin(const std::string& name, TunableSource source);
 
 class Tunables {
  public:
@@ -31,6 +35,8 @@ class Tunables {
   // Parses text by the tunable's kind; ignored when a higher source already set it.
   void set(const std::string& name, const std::string& text, TunableSource source);
   // Applies every GIANT_<NAME> present in env (names upper-cased, '.' -> '_').
+  // A GIANT_* variable that names no tunable but is one typo from one is
+  // logged as a warning naming the one it probably meant.
   void apply_environment(const std::map<std::string, std::string>& env);
 
   bool has(const std::string& name) const { return entries_.count(name) != 0; }
@@ -60,6 +66,7 @@ class Tunables {
     std::string text;
   };
   Entry& define(const std::string& name, TunableKind kind, const std::string& help);
+  void warn_about_near_misses(const std::map<std::string, std::string>& env) const;
   const Entry& entry(const std::string& name, TunableKind a, TunableKind b) const;
   static std::string render(const Entry& e);
 

@@ -10,6 +10,12 @@
 namespace giant {
 namespace {
 
+// Bad text is the user's input, not a broken invariant: the message alone,
+// without the condition and source line GIANT_CHECK adds.
+void require(bool ok, const std::string& message) {
+  if (!ok) throw Error(message);
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -20,7 +26,7 @@ double split_number(const std::string& text, std::string* suffix, const char* wh
   const char* begin = text.c_str();
   char* end = nullptr;
   double value = std::strtod(begin, &end);
-  GIANT_CHECK(end != begin && std::isfinite(value), "expected ", what, ", got '", text, "'");
+  require(end != begin && std::isfinite(value), std::string("expected ") + what + ", got '" + text + "'");
   std::string rest(end);
   size_t first = rest.find_first_not_of(' ');
   *suffix = first == std::string::npos ? "" : lower(rest.substr(first));
@@ -40,9 +46,8 @@ int64_t parse_bytes(const std::string& text) {
   else if (unit == "kib" || unit == "k") scale = KiB;
   else if (unit == "mib" || unit == "m") scale = MiB;
   else if (unit == "gib" || unit == "g") scale = GiB;
-  GIANT_CHECK(scale > 0, "unknown byte unit '", unit, "' in '", text,
-              "' (use B, KB, MB, GB, KiB, MiB or GiB)");
-  GIANT_CHECK(value >= 0, "byte size must not be negative, got '", text, "'");
+  require(scale > 0, "unknown byte unit '" + unit + "' in '" + text + "' (use B, KB, MB, GB, KiB, MiB or GiB)");
+  require(value >= 0, "byte size must not be negative, got '" + text + "'");
   return static_cast<int64_t>(std::llround(value * scale));
 }
 
@@ -69,8 +74,8 @@ double parse_seconds(const std::string& text) {
   else if (unit == "ns") scale = 1e-9;
   else if (unit == "m" || unit == "min") scale = 60;
   else if (unit == "h") scale = 3600;
-  GIANT_CHECK(scale > 0, "unknown time unit '", unit, "' in '", text, "' (use ns, us, ms, s, m or h)");
-  GIANT_CHECK(value >= 0, "duration must not be negative, got '", text, "'");
+  require(scale > 0, "unknown time unit '" + unit + "' in '" + text + "' (use ns, us, ms, s, m or h)");
+  require(value >= 0, "duration must not be negative, got '" + text + "'");
   return value * scale;
 }
 
