@@ -1,52 +1,75 @@
 // giant: train, benchmark and plan GPT training runs.
-#include <cstdio>
+#include <iostream>
 #include <string>
 #include <vector>
 
-#include "ccl_bench.h"
-#include "commands.h"
+#include <CLI/CLI.hpp>
 
+#include "cli_support.h"
+#include "commands.h"
+#include "giant/base/edit_distance.h"
+#include "giant/ccl/bootstrap.h"
+
+#ifndef GIANT_VERSION
+#error "GIANT_VERSION comes from CMake's project() version (apps/giant/CMakeLists.txt)"
+#endif
+
+namespace giant::app {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: giant <command> [args]\n"
-    "\n"
+constexpr const char* kCommands =
     "commands:\n"
     "  train [CONFIG.toml] [--set key=value ...]   train a GPT (giant train --help)\n"
     "  launch --nproc N [--hosts SPEC] -- COMMAND... run and supervise N ranks (giant launch --help)\n"
     "  bench ccl [flags]                           benchmark ccl's collectives (giant bench ccl --help)\n"
-    "  plan [flags]                                choose a parallel layout (giant plan --help)\n";
+    "  plan [flags]                                choose a parallel layout (giant plan --help)\n"
+    "\n"
+    "--log-level and --log-timestamps go before the command or after its name.\n"
+    "Exit status: 0 done, 1 a runtime failure, 2 bad flags, config or environment.";
 
-int bench(int argc, char** argv) {
-  if (argc < 3 || std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h") {
-    std::fputs("usage: giant bench ccl [flags]   (giant bench ccl --help lists them)\n", argc < 3 ? stderr : stdout);
-    return argc < 3 ? 2 : 0;
+int dispatch(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "train") return train_command(args);
+  if (command == "launch") return launch_command(args);
+  if (command == "bench") return bench_command(args);
+  if (command == "plan") return plan_command(args);
+  const bool flag = command.rfind('-', 0) == 0;  // prefix_command leaves unknown flags here too
+  std::cerr << "giant: unknown " << (flag ? "flag" : "command") << " '" << command << "'"
+            << did_you_mean(command, flag ? std::vector<std::string>{"--version", "--log-level", "--log-timestamps"}
+                                          : std::vector<std::string>{"train", "launch", "bench", "plan"})
+            << "\n(see giant --help)\n";
+  return kExitBadInput;
+}
+
+int run(int argc, char** argv) {
+  CLI::App cli("giant [--version] [--log-level LEVEL] [--log-timestamps] <command> [args]:\n"
+               "train, benchmark and plan GPT training runs.",
+               "giant");
+  cli.set_version_flag("--version", std::string("giant ") + GIANT_VERSION, "print the version and exit");
+  GlobalFlags global;
+  add_global_flags(cli, global);
+  cli.prefix_command();  // the first word that is no flag of ours is the command; the rest is its own
+  cli.footer(kCommands);
+  if (const auto code = parse_command_line(cli, std::vector<std::string>(argv + 1, argv + argc))) return *code;
+  std::vector<std::string> rest = cli.remaining();
+  if (rest.empty()) {
+    std::cerr << cli.help();
+    return kExitBadInput;
   }
-  const std::string what = argv[2];
-  if (what == "ccl") {
-    return giant::bench::run_ccl_bench(argc - 2, argv + 2);
+  const std::string command = rest.front();
+  rest.erase(rest.begin());
+  if (command == "help") {
+    std::cout << cli.help();
+    return kExitOk;
   }
-  std::fprintf(stderr, "giant bench: unknown benchmark '%s' (known: ccl)\n", what.c_str());
-  return 2;
+  try {
+    configure_logging(global, ccl::Environment::from_process().vars());
+  } catch (const std::exception& e) {
+    return report_failure("giant", e);
+  }
+  return dispatch(command, rest);
 }
 
 }  // namespace
+}  // namespace giant::app
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-  const std::string command = argv[1];
-  const std::vector<std::string> rest(argv + 2, argv + argc);
-  if (command == "train") return giant::app::train_command(rest);
-  if (command == "launch") return giant::app::launch_command(rest);
-  if (command == "bench") return bench(argc, argv);
-  if (command == "plan") return giant::app::plan_command(rest);
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  std::fprintf(stderr, "giant: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-  return 2;
-}
+int main(int argc, char** argv) { return giant::app::run(argc, argv); }

@@ -6,9 +6,12 @@
 #include <iostream>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
+#include "cli_support.h"
 #include "commands.h"
+#include "giant/base/error.h"
 #include "giant/planner/plan_command.h"
 
 namespace giant::app {
@@ -78,6 +81,14 @@ double measure_elementwise_bytes_per_s(int64_t rows, int64_t cols) {
 }  // namespace
 
 int plan_command(const std::vector<std::string>& args) {
+  CLI::App cli("", "giant plan");
+  planner::PlanArgs plan_args;
+  GlobalFlags global;
+  planner::add_plan_flags(cli, plan_args);
+  add_global_flags(cli, global);
+  if (const auto code = parse_command_line(cli, args)) return *code;
+  apply_global_flags(global);
+
   planner::CalibrationProbes probes;
   probes.device_type = "cpu";
   probes.dtype_bytes = 4;  // float32, as giant train runs on CPUs
@@ -93,7 +104,13 @@ int plan_command(const std::vector<std::string>& args) {
     torch::set_num_threads(1);
     return measure_elementwise_bytes_per_s(rows, cols);
   };
-  return planner::run_plan_command(args, std::cout, std::cerr, probes);
+  try {
+    return planner::run_plan_command(plan_args, std::cout, std::cerr, probes);
+  } catch (const c10::Error& e) {
+    return report_failure("giant plan", Error(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return report_failure("giant plan", e);
+  }
 }
 
 }  // namespace giant::app

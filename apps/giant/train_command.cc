@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "giant/base/error.h"
 #include "giant/base/tunables.h"
@@ -26,15 +27,13 @@ int train_command(const std::vector<std::string>& args) {
   std::string config_path;
   std::vector<std::string> overrides;
   bool print_config = false;
+  GlobalFlags global;
   cli.add_option("config", config_path, "TOML file of model.*, parallel.*, train.*, data.* keys");
   cli.add_option("--set", overrides, "key=value, the value read as TOML (repeatable)")->take_all();
   cli.add_flag("--print-config", print_config, "print every key with its value and source, then exit");
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    cli.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    return cli.exit(e);
-  }
+  add_global_flags(cli, global);
+  cli.footer("Exit status: 0 done, 1 failed, 2 bad flags, config or environment.");
+  if (const auto code = parse_command_line(cli, args)) return *code;
 
   // One registry for the run's keys and ccl's (ccl.* may be set the same ways).
   Tunables keys;
@@ -43,6 +42,7 @@ int train_command(const std::vector<std::string>& args) {
   const ccl::Environment env = ccl::Environment::from_process();
   ccl::BootstrapInfo launch;
   try {
+    apply_global_flags(global);
     train::define_run_keys(keys);
     ccl::CommConfig::define_tunables(keys);
     if (!config_path.empty()) train::apply_config_file(keys, config_path);
@@ -50,7 +50,7 @@ int train_command(const std::vector<std::string>& args) {
     for (const auto& assignment : overrides) train::apply_override(keys, assignment);
     if (print_config) {
       std::cout << keys.describe();
-      return 0;
+      return kExitOk;
     }
     config = train::run_config_from(keys);
     config_toml = train::run_config_toml(keys);
@@ -62,9 +62,10 @@ int train_command(const std::vector<std::string>& args) {
       if (launch.rank == 0) std::cout << "giant train: " << chosen << '\n';
     }
     train::check_layout(config, launch.world_size);
-  } catch (const ConfigError& e) {
-    std::cerr << "giant train: config error: " << e.what() << '\n';
-    return 2;
+  } catch (const std::exception& e) {
+    // Nothing has run yet: whatever went wrong is in the input.
+    report_failure("giant train", e);
+    return kExitBadInput;
   }
 
   if (launch.rank == 0) {
@@ -84,30 +85,25 @@ int train_command(const std::vector<std::string>& args) {
     }
     train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, {}, world);
     const train::TrainSummary s = trainer.run();
-    if (launch.rank != 0) return 0;
+    if (launch.rank != 0) return kExitOk;
     std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
                 "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",
                 static_cast<long long>(s.steps), s.seconds, s.val_loss, s.tokens_per_s_median,
                 100.0 * s.mfu_median, static_cast<long long>(s.skipped_steps), config.train.out_dir.c_str());
     if (!s.sample.empty()) std::printf("\n--- sample ---\n%s\n--------------\n", s.sample.c_str());
     std::fflush(stdout);
-    return 0;
-  } catch (const ConfigError& e) {
-    std::cerr << "giant train: config error: " << e.what() << '\n';
-    return 2;
+    return kExitOk;
   } catch (const c10::Error& e) {
-    std::cerr << "giant train: " << e.what_without_backtrace() << '\n';
-    return 1;
+    return report_failure("giant train", Error(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    std::cerr << "giant train: " << e.what() << '\n';
-    return 1;
+    return report_failure("giant train", e);  // a ConfigError found only now (the data) is still bad input
   }
 }
 
 #ifndef GIANT_WITH_PLANNER
 int plan_command(const std::vector<std::string>&) {
   std::cerr << "giant plan: this build has no planner\n";
-  return 2;
+  return kExitFailed;
 }
 #endif
 

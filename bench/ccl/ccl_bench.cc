@@ -9,7 +9,7 @@
 // the exact expected values (with --wire, against the wire dtype's stated
 // bound); any wrong element or failed rank makes the exit non-zero.
 //
-// See kUsage (ccl_bench_options.cc) for the flags. Sizes follow nccl-tests:
+// See `giant bench ccl --help` (ccl_bench_options.cc) for the flags. Sizes follow nccl-tests:
 // S is the whole buffer (allreduce, broadcast, reduce, send/recv: each rank's
 // buffer; reduce_scatter and scatter: the input of size() blocks; allgather
 // and gather: the output of size() blocks; alltoall: each rank's input),
@@ -542,17 +542,18 @@ int run_launched(Options o) {
       std::printf("# %s\n", total_wrong == 0 ? "all ranks finished, all results correct"
                                              : "FAILED: wrong results (see above)");
     std::fflush(stdout);
-    if (wrong > 0) return kExitWrongResults;
-    return total_wrong == 0 ? kExitOk : kExitWrongResults;
+    // This process's own status, for the launcher: results wrong here or on another rank fail the run.
+    return wrong == 0 && total_wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "giant bench ccl: rank %d failed: %s\n", info.rank, e.what());
-    return kExitError;
+    return 1;
   }
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse_options(argc, argv);
+}  // namespace
+
+int run_ccl_bench(const Options& o) {
   if (o.launched) return run_launched(o);
   print_preamble(o, "");
   const ccl::CommConfig config =
@@ -595,17 +596,6 @@ int run(int argc, char** argv) {
   const bool ok = wait_ranks(pids, /*grace_seconds=*/5, o.run_timeout_seconds);
   std::printf("# %s\n", ok ? "all ranks finished, all results correct" : "FAILED (see above)");
   return ok ? 0 : 1;
-}
-
-}  // namespace
-
-int run_ccl_bench(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "giant bench ccl: %s\n", e.what());
-    return 2;
-  }
 }
 
 }  // namespace giant::bench

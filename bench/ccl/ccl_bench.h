@@ -1,9 +1,14 @@
 // `giant bench ccl`: ccl's collectives, nccl-tests style (see ccl_bench.cc).
 #pragma once
 
+#include "ccl_bench_options.h"
+
 namespace giant::bench {
 
-// argv[0] is the command's name; the flags follow. Returns the exit status.
-int run_ccl_bench(int argc, char** argv);
+// Runs the benchmark the options describe. Returns 0 when every result is
+// correct, 1 when one is wrong or a rank failed; throws ConfigError for bad
+// input found only now (the environment, a --set name) and other exceptions
+// for failures before any rank ran.
+int run_ccl_bench(const Options& options);
 
 }  // namespace giant::bench

@@ -1,5 +1,5 @@
-// The flags of `giant bench ccl` (see kUsage in ccl_bench_options.cc) and the
-// collectives it knows.
+// The flags of `giant bench ccl` (giant bench ccl --help describes them) and
+// the collectives it knows.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,10 @@
 
 #include "giant/ccl/collectives.h"
 #include "giant/ccl/types.h"
+
+namespace CLI {
+class App;
+}
 
 namespace giant::bench {
 
@@ -53,11 +57,31 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> tunable_overrides;
 };
 
-// Exits 0 after printing the usage for --help; throws std::invalid_argument
-// (or giant::Error from ccl's parsers) on bad flags, before any work starts.
-Options parse_options(int argc, char** argv);
+// The flags as given, before options_from checks them.
+struct OptionFlags {
+  std::string nproc;  // empty: not given
+  std::string collectives = "all";
+  std::string bytes, min_bytes = "8", max_bytes = "256MiB";
+  std::string step_factor = "2";
+  std::string dtype = "f32", op = "sum", root = "0";
+  std::string algorithm = "automatic", wire = "none";
+  bool launched = false;
+  std::string bind = "auto";
+  std::string iters = "0", warmup = "2", budget = "0.2s", max_iters = "100", repeat = "1";
+  std::string sockets, timeout, run_timeout = "1h";
+  std::vector<std::string> set;  // ccl.NAME=VALUE
+};
 
-// Checks that need the world size (known only after bootstrap with --launched).
+// Adds every flag of `giant bench ccl` to app (one parser, its help
+// generated), bound to flags.
+void add_options(CLI::App& app, OptionFlags& flags);
+
+// The options the flags say; throws ConfigError naming what is wrong,
+// before any work starts.
+Options options_from(const OptionFlags& flags);
+
+// Checks that need the world size (known only after bootstrap with
+// --launched); throws ConfigError.
 void check_world_size(const Options& o, int world_size);
 
 // The largest relative error the wire dtype allows an allreduce over nproc

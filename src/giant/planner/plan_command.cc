@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -16,24 +17,20 @@ namespace giant::planner {
 
 namespace {
 
-struct PlanArgs {
-  std::string model;
-  std::string cluster;
-  int hosts = 0;
-  int top = 5;
-  bool json = false;
-  std::string layout;
-  std::string eval_csv;
-  bool report_error = false;
-  bool compare_baselines = false;
-  bool calibrate = false;
-  std::string out_file;
-  int devices = 0;
-  int max_micro_batch = 64;
-  bool simulate_all = false;
-  bool print_specs = false;
-  bool list_presets = false;
-};
+// A whole number of at least 1, said plainly (CLI11's PositiveNumber quotes
+// the range of a double, 300 digits long).
+CLI::Validator at_least_one() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error != std::errc() || end != text.data() + text.size())
+          return "expected a whole number, got '" + text + "'";
+        if (value < 1) return "must be at least 1, got " + text;
+        return "";
+      },
+      "N >= 1");
+}
 
 void list_presets(std::ostream& out) {
   out << "models:";
@@ -140,18 +137,12 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
-int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  return run_plan_command(args, out, err, CalibrationProbes{});
-}
-
-int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                     const CalibrationProbes& probes) {
-  PlanArgs a;
-  CLI::App app{"giant plan: choose the parallel layout, predict step time and memory, explain", "giant plan"};
+void add_plan_flags(CLI::App& app, PlanArgs& a) {
+  app.description("giant plan: choose the parallel layout, predict step time and memory, explain");
   app.add_option("--model", a.model, "model preset (see --list-presets) or TOML file ([model] + train.global_batch)");
   app.add_option("--cluster", a.cluster, "cluster preset or TOML file (e.g. from --calibrate)");
-  app.add_option("--hosts", a.hosts, "override the cluster's host count")->check(CLI::PositiveNumber);
-  app.add_option("--top", a.top, "plans to show (default 5)")->check(CLI::PositiveNumber);
+  app.add_option("--hosts", a.hosts, "override the cluster's host count")->check(at_least_one());
+  app.add_option("--top", a.top, "plans to show (default 5)")->check(at_least_one());
   app.add_flag("--json", a.json, "print the plans as JSON");
   app.add_option("--layout", a.layout, "evaluate one layout, e.g. tp=4,pp=4,dp=2,mb=1,schedule=1f1b; unset parts are searched");
   app.add_option("--eval-csv", a.eval_csv, "evaluate the published layouts of a published-runs.csv file");
@@ -159,31 +150,20 @@ int run_plan_command(const std::vector<std::string>& args, std::ostream& out, st
   app.add_flag("--compare-baselines", a.compare_baselines, "the chosen plan beside Megatron tp=4 pp=4 and ZeRO-3, on TCP and RDMA");
   app.add_flag("--calibrate", a.calibrate, "measure this machine and write a cluster file");
   app.add_option("--out", a.out_file, "with --calibrate: the cluster file to write (default: standard output)");
-  app.add_option("--devices", a.devices, "with --calibrate: devices (ranks) per host (default: cores)")->check(CLI::PositiveNumber);
-  app.add_option("--max-micro-batch", a.max_micro_batch, "largest micro-batch searched (default 64)")->check(CLI::PositiveNumber);
+  app.add_option("--devices", a.devices, "with --calibrate: devices (ranks) per host (default: cores)")->check(at_least_one());
+  app.add_option("--max-micro-batch", a.max_micro_batch, "largest micro-batch searched (default 64)")->check(at_least_one());
   app.add_flag("--simulate-all", a.simulate_all, "simulate every fitting layout step by step (slow; default: the best 256)");
   app.add_flag("--print-specs", a.print_specs, "print the model and cluster as TOML and stop");
   app.add_flag("--list-presets", a.list_presets, "list the model and cluster presets");
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    err << "giant plan: " << e.what() << "\n(see giant plan --help)\n";
-    return 2;
-  }
-  try {
-    if (a.list_presets) return list_presets(out), 0;
-    if (a.report_error && a.eval_csv.empty()) throw ConfigError("--report-error", "needs --eval-csv FILE");
-    if (!a.eval_csv.empty()) return run_eval_csv(a, out);
-    if (a.calibrate) return run_calibrate(a, out, probes);
-    return run_plan(a, out, err);
-  } catch (const Error& e) {
-    err << "giant plan: " << e.what() << "\n";
-    return 2;
-  }
+  app.footer("Exit status: 0 a plan, 1 nothing fits, 2 bad input.");
+}
+
+int run_plan_command(const PlanArgs& a, std::ostream& out, std::ostream& err, const CalibrationProbes& probes) {
+  if (a.list_presets) return list_presets(out), 0;
+  if (a.report_error && a.eval_csv.empty()) throw ConfigError("--report-error", "needs --eval-csv FILE");
+  if (!a.eval_csv.empty()) return run_eval_csv(a, out);
+  if (a.calibrate) return run_calibrate(a, out, probes);
+  return run_plan(a, out, err);
 }
 
 }  // namespace giant::planner

@@ -1,21 +1,48 @@
-// `giant plan`: the command as a library function, so apps/giant (and the
-// tests) only forward their arguments. Returns the exit code;
-// tables and CSV go to `out`, errors to `err`.
+// `giant plan`: its flags and the command as a library function, so
+// apps/giant only parses (with the giant command's shared CLI handling) and
+// forwards. Tables and CSV go to `out`, notes and "nothing fits" to `err`.
 #pragma once
 
 #include <ostream>
 #include <string>
-#include <vector>
 
 #include "giant/planner/calibrate.h"
 
+namespace CLI {
+class App;
+}
+
 namespace giant::planner {
 
-// args: what follows `giant plan`, e.g. {"--model", "gpt-13b", "--cluster", "v100-tcp", "--top", "5"}.
-int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
-// The same with a measured GEMM probe for --calibrate (apps/giant passes one
-// built on libtorch).
-int run_plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                     const CalibrationProbes& probes);
+// What the flags of `giant plan` hold (giant plan --help describes each).
+struct PlanArgs {
+  std::string model;
+  std::string cluster;
+  int hosts = 0;
+  int top = 5;
+  bool json = false;
+  std::string layout;
+  std::string eval_csv;
+  bool report_error = false;
+  bool compare_baselines = false;
+  bool calibrate = false;
+  std::string out_file;
+  int devices = 0;
+  int max_micro_batch = 64;
+  bool simulate_all = false;
+  bool print_specs = false;
+  bool list_presets = false;
+};
+
+// Adds every flag of `giant plan` to app, bound to args.
+void add_plan_flags(CLI::App& app, PlanArgs& args);
+
+// Runs the command. Returns 0 for a plan (or the table, file or list asked
+// for), 1 when nothing fits;
+// throws ConfigError for bad input (a flag, a spec, a file).
+// probes: the measurements --calibrate makes (apps/giant passes ones built
+// on libtorch).
+int run_plan_command(const PlanArgs& args, std::ostream& out, std::ostream& err,
+                     const CalibrationProbes& probes = CalibrationProbes{});
 
 }  // namespace giant::planner

@@ -4,6 +4,7 @@
 
 #include <toml++/toml.h>
 
+#include "giant/base/edit_distance.h"
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
 
@@ -67,7 +68,8 @@ std::string value_text(const Tunables& keys, const std::string& key, const toml:
 
 void require_known(const Tunables& keys, const std::string& key, const std::string& where) {
   if (!keys.has(key)) {
-    throw ConfigError(key, "unknown key" + where + " (giant train --print-config lists every key)");
+    throw ConfigError(key, "unknown key" + where + did_you_mean(key, keys.names()) +
+                               "; giant train --print-config lists every key");
   }
 }
 
