@@ -2,7 +2,7 @@
 // on success, 1 on a runtime failure and 2 on bad input, with a message in
 // the user's terms (never CLI11's raw codes, never an internal check's
 // text); unknown names say the nearest known one; --version; --log-level,
-// GIANT_LOG_LEVEL and timestamps.
+// GIANT_LOG_LEVEL and timestamps; `plan --eval-csv` with bad rows.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -19,6 +19,7 @@ using giant::train::test::read_file;
 using giant::train::test::TempDir;
 
 const std::string kGiant = std::string(GIANT_BINARY_DIR) + "/giant";
+const std::string kData = std::string(GIANT_SOURCE_DIR) + "/tests/planner/data/";
 
 struct Outcome {
   int code;
@@ -120,6 +121,31 @@ TEST(Cli, PlanExitCodes) {
   const Outcome nothing_fits = giant("plan --model gpt-175b --cluster v100-tcp --hosts 1");
   EXPECT_EQ(nothing_fits.code, 1) << nothing_fits.err;
   expect_user_terms(nothing_fits, "nothing fits");
+}
+
+TEST(Cli, PlanEvalCsvEvaluatesTheRowsItCan) {
+  const Outcome r = giant("plan --eval-csv " + kData + "runs-with-bad-rows.csv --report-error");
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_user_terms(r, "eval-csv");
+  EXPECT_NE(r.err.find("4 of 6 rows could not be evaluated"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(",pred_iter_s,pred_tflops_per_gpu,note\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tp=3 does not divide heads=16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# rows not evaluated: 4 (see the note column); errors are over the other 2"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("median_abs_error=") , std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("median_abs_error_leave_one_source_out="), std::string::npos) << r.out;
+  // A file of which no row can be evaluated produced nothing: a failure.
+  TempDir dir;
+  const std::string header = "source,params_b,hidden,heads,layers,seq,vocab,global_batch,micro_batch,gpus,"
+                             "gpus_per_node,gpu,gpu_mem_gb,intra_GBps,inter_Gbps_per_node,rdma,tp,pp,dp,zero,"
+                             "recompute,iter_s,tflops_per_gpu\n";
+  const std::string bad = dir.file("bad.csv", header + "x,1,1024,16,24,1024,51200,32,,16,4,H100,80,,50,no,4,1,4,0,"
+                                                       "selective,1.5,\n");
+  const Outcome none = giant("plan --eval-csv " + bad);
+  EXPECT_EQ(none.code, 1) << none.err;
+  EXPECT_NE(none.out.find("unknown GPU 'H100'"), std::string::npos) << none.out;
+  expect_bad_input("plan --eval-csv " + dir.path() + "/missing.csv", "missing.csv");
 }
 
 TEST(Cli, BenchCclParsesItsFlagsWithOneParser) {

@@ -17,6 +17,12 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// What published_run reads of each row.
+constexpr const char* kColumns[] = {
+    "source", "params_b", "hidden", "heads", "layers", "seq", "vocab", "global_batch", "micro_batch",
+    "gpus", "gpus_per_node", "gpu", "gpu_mem_gb", "intra_GBps", "inter_Gbps_per_node", "rdma",
+    "tp", "pp", "dp", "zero", "recompute", "iter_s", "tflops_per_gpu"};
+
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> cells;
   std::string cell;
@@ -24,6 +30,14 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   while (std::getline(in, cell, ',')) cells.push_back(cell);
   if (!line.empty() && line.back() == ',') cells.emplace_back();
   return cells;
+}
+
+// A cell as CSV writes it: quoted when it holds a comma, a quote or a line break.
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
 }
 
 // Peak 16-bit FLOP/s and memory bandwidth from the vendors' data sheets.
@@ -68,6 +82,20 @@ void attach_error(const PublishedRun& run, RunPrediction& p) {
   else if (run.tflops_per_gpu) p.relative_error = std::abs(p.tflops_per_gpu - *run.tflops_per_gpu) / *run.tflops_per_gpu;
 }
 
+// Why no layout with the row's published parts can run its model: the
+// reason of the published layout itself when it has one, else the rules.
+std::string why_no_layout(const ModelSpec& model, const LayoutFilter& published, int devices) {
+  Layout layout;
+  layout.tp = published.tp.value_or(1), layout.pp = published.pp.value_or(1), layout.dp = published.dp.value_or(1);
+  layout.micro_batch = published.micro_batch.value_or(1);
+  layout.zero = published.zero.value_or(0);
+  layout.sequence_parallel = published.sequence_parallel.value_or(false);
+  const std::string why = layout.why_invalid(model, devices);
+  return "no valid layout with tp=" + std::to_string(layout.tp) + " pp=" + std::to_string(layout.pp) +
+         " dp=" + std::to_string(layout.dp) + ": " +
+         (why.empty() ? "tp must divide heads and ffn, pp x v the layers, dp x mb the global batch" : why);
+}
+
 RunPrediction prediction_from(const PublishedRun& run, const Estimate& e) {
   RunPrediction p;
   p.estimate = e;
@@ -98,17 +126,13 @@ RunsTable parse_runs_csv(const std::string& text, const std::string& source) {
       if (t.header.empty()) t.comments.push_back(line);
       continue;
     }
-    if (t.header.empty()) {
-      t.header = split_csv_line(line);
-      continue;
-    }
-    auto cells = split_csv_line(line);
-    if (cells.size() != t.header.size())
-      throw ConfigError(source, "row " + std::to_string(t.rows.size() + 1) + " has " + std::to_string(cells.size()) +
-                                    " cells, the header " + std::to_string(t.header.size()));
-    t.rows.push_back(std::move(cells));
+    if (t.header.empty()) t.header = split_csv_line(line);
+    else t.rows.push_back(split_csv_line(line));
   }
   if (t.header.empty()) throw ConfigError(source, "has no header line");
+  for (const char* column : kColumns)
+    if (std::find(t.header.begin(), t.header.end(), column) == t.header.end())
+      throw ConfigError(source, std::string("has no column '") + column + "' in its header");
   return t;
 }
 
@@ -120,77 +144,129 @@ RunsTable load_runs_csv(const std::string& path) {
   return parse_runs_csv(text.str(), path);
 }
 
+namespace {
+
+// The cells of one row by column name, each error naming the row and cell.
+class RowReader {
+ public:
+  RowReader(const RunsTable& t, size_t r) : table_(t), cells_(t.rows[r]), where_("row " + std::to_string(r + 1)) {
+    if (cells_.size() != t.header.size())
+      throw ConfigError(where_, "has " + std::to_string(cells_.size()) + " cells, the header " +
+                                    std::to_string(t.header.size()));
+  }
+  const std::string& where() const { return where_; }
+  const std::string& cell(const std::string& column) const {
+    auto it = std::find(table_.header.begin(), table_.header.end(), column);
+    if (it == table_.header.end()) throw ConfigError(column, "column missing from the csv header");
+    return cells_[static_cast<size_t>(it - table_.header.begin())];
+  }
+  std::optional<double> number(const std::string& column) const {
+    const std::string& text = cell(column);
+    if (text.empty()) return std::nullopt;
+    try {
+      size_t used = 0;
+      const double v = std::stod(text, &used);
+      if (used == text.size() && std::isfinite(v)) return v;
+    } catch (const std::exception&) {
+    }
+    throw ConfigError(where_ + " " + column, "expected a number, got '" + text + "'");
+  }
+  double required(const std::string& column) const {
+    auto v = number(column);
+    if (!v) throw ConfigError(where_ + " " + column, "must not be empty");
+    return *v;
+  }
+  // A whole number of at least `least`, or nothing when the cell is empty.
+  std::optional<int64_t> whole(const std::string& column, int64_t least) const {
+    const auto v = number(column);
+    if (!v) return std::nullopt;
+    if (*v != std::floor(*v) || *v < static_cast<double>(least) || *v > 1e15)
+      throw ConfigError(where_ + " " + column, "expected a whole number of at least " + std::to_string(least) +
+                                                   ", got '" + cell(column) + "'");
+    return static_cast<int64_t>(*v);
+  }
+  int64_t count(const std::string& column) const {
+    const auto v = whole(column, 1);
+    if (!v) throw ConfigError(where_ + " " + column, "must not be empty");
+    return *v;
+  }
+
+ private:
+  const RunsTable& table_;
+  const std::vector<std::string>& cells_;
+  std::string where_;
+};
+
+ClusterSpec published_cluster(const RowReader& row) {
+  const int64_t gpus = row.count("gpus"), per_node = row.count("gpus_per_node");
+  ClusterSpec c;
+  c.name = row.where();
+  c.devices_per_host = static_cast<int>(std::min(gpus, per_node));
+  c.hosts = static_cast<int>((gpus + per_node - 1) / per_node);
+  c.device = device_from_datasheet(row.cell("gpu"), row.required("gpu_mem_gb"), row.where());
+  // No NVLink figure means PCIe 3.0 x16, 15.75 GB/s per direction.
+  const auto intra = row.number("intra_GBps");
+  c.intra_host = {intra ? Transport::nvlink : Transport::pcie, (intra ? *intra : 15.75) * 1e9, intra ? 3e-6 : 10e-6, 0};
+  const bool rdma = row.cell("rdma") == "yes";
+  const auto inter = row.number("inter_Gbps_per_node");
+  c.inter_host = {rdma ? Transport::rdma : Transport::tcp, (inter ? *inter : 0) / 8 * 1e9, rdma ? 5e-6 : 30e-6, 0};
+  return c;
+}
+
+LayoutFilter published_layout(const RowReader& row) {
+  LayoutFilter l;
+  l.tp = static_cast<int>(row.count("tp"));
+  l.pp = static_cast<int>(row.count("pp"));
+  l.dp = static_cast<int>(row.count("dp"));
+  l.zero = static_cast<int>(row.whole("zero", 0).value_or(0));
+  if (auto mb = row.whole("micro_batch", 1)) l.micro_batch = static_cast<int>(*mb);
+  l.order = std::array<Axis, 3>{Axis::tp, Axis::dp, Axis::pp};  // Megatron's placement
+  const std::string& recompute = row.cell("recompute");
+  if (recompute == "full" || recompute == "none" || recompute == "selective") {
+    l.recompute = parse_recompute(recompute);
+    l.sequence_parallel = false;
+  } else if (recompute == "selective+sp" || recompute == "full+sp") {
+    l.recompute = parse_recompute(recompute.substr(0, recompute.find('+')));
+    l.sequence_parallel = true;
+  } else {
+    throw ConfigError(row.where() + " recompute", "expected none, selective, full (+sp), got '" + recompute + "'");
+  }
+  return l;
+}
+
+}  // namespace
+
+PublishedRun published_run(const RunsTable& t, size_t r) {
+  const RowReader row(t, r);
+  PublishedRun run;
+  run.row = r + 1;
+  run.source = row.cell("source");
+  run.model.name = run.source + "/" + row.cell("params_b") + "B";
+  run.model.hidden = row.count("hidden");
+  run.model.heads = row.count("heads");
+  run.model.layers = row.count("layers");
+  run.model.seq_len = row.count("seq");
+  run.model.vocab = row.count("vocab");
+  run.model.global_batch = row.count("global_batch");
+  try {
+    run.model.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(row.where(), e.what());
+  }
+  run.cluster = published_cluster(row);
+  run.layout = published_layout(row);
+  run.full_recompute = *run.layout.recompute == Recompute::full;
+  run.iter_s = row.number("iter_s");
+  run.tflops_per_gpu = row.number("tflops_per_gpu");
+  const int64_t gpus = row.count("gpus"), product = int64_t{*run.layout.tp} * *run.layout.pp * *run.layout.dp;
+  if (product != gpus)
+    throw ConfigError(row.where(), "tp x pp x dp = " + std::to_string(product) + " but gpus = " + std::to_string(gpus));
+  return run;
+}
+
 std::vector<PublishedRun> published_runs(const RunsTable& t) {
   std::vector<PublishedRun> runs;
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    const std::string where = "row " + std::to_string(r + 1);
-    auto cell = [&](const std::string& column) -> const std::string& {
-      auto it = std::find(t.header.begin(), t.header.end(), column);
-      if (it == t.header.end()) throw ConfigError(column, "column missing from the csv header");
-      return t.rows[r][static_cast<size_t>(it - t.header.begin())];
-    };
-    auto number = [&](const std::string& column) -> std::optional<double> {
-      const std::string& text = cell(column);
-      if (text.empty()) return std::nullopt;
-      try {
-        size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size()) return v;
-      } catch (const std::exception&) {
-      }
-      throw ConfigError(where + " " + column, "expected a number, got '" + text + "'");
-    };
-    auto required = [&](const std::string& column) {
-      auto v = number(column);
-      if (!v) throw ConfigError(where + " " + column, "must not be empty");
-      return *v;
-    };
-    PublishedRun run;
-    run.source = cell("source");
-    run.model.name = run.source + "/" + cell("params_b") + "B";
-    run.model.hidden = static_cast<int64_t>(required("hidden"));
-    run.model.heads = static_cast<int64_t>(required("heads"));
-    run.model.layers = static_cast<int64_t>(required("layers"));
-    run.model.seq_len = static_cast<int64_t>(required("seq"));
-    run.model.vocab = static_cast<int64_t>(required("vocab"));
-    run.model.global_batch = static_cast<int64_t>(required("global_batch"));
-    const int gpus = static_cast<int>(required("gpus"));
-    const int per_node = static_cast<int>(required("gpus_per_node"));
-    ClusterSpec& c = run.cluster;
-    c.name = where;
-    c.devices_per_host = std::min(gpus, per_node);
-    c.hosts = (gpus + per_node - 1) / per_node;
-    c.device = device_from_datasheet(cell("gpu"), required("gpu_mem_gb"), where);
-    // No NVLink figure means PCIe 3.0 x16, 15.75 GB/s per direction.
-    const auto intra = number("intra_GBps");
-    c.intra_host = {intra ? Transport::nvlink : Transport::pcie, (intra ? *intra : 15.75) * 1e9, intra ? 3e-6 : 10e-6, 0};
-    const bool rdma = cell("rdma") == "yes";
-    const auto inter = number("inter_Gbps_per_node");
-    c.inter_host = {rdma ? Transport::rdma : Transport::tcp, (inter ? *inter : 0) / 8 * 1e9, rdma ? 5e-6 : 30e-6, 0};
-    LayoutFilter& l = run.layout;
-    l.tp = static_cast<int>(required("tp"));
-    l.pp = static_cast<int>(required("pp"));
-    l.dp = static_cast<int>(required("dp"));
-    l.zero = static_cast<int>(number("zero").value_or(0));
-    if (auto mb = number("micro_batch")) l.micro_batch = static_cast<int>(*mb);
-    l.order = std::array<Axis, 3>{Axis::tp, Axis::dp, Axis::pp};  // Megatron's placement
-    const std::string recompute = cell("recompute");
-    if (recompute == "full" || recompute == "none" || recompute == "selective") {
-      l.recompute = parse_recompute(recompute);
-      l.sequence_parallel = false;
-    } else if (recompute == "selective+sp" || recompute == "full+sp") {
-      l.recompute = parse_recompute(recompute.substr(0, recompute.find('+')));
-      l.sequence_parallel = true;
-    } else {
-      throw ConfigError(where + " recompute", "expected none, selective, full (+sp), got '" + recompute + "'");
-    }
-    run.full_recompute = *l.recompute == Recompute::full;
-    run.iter_s = number("iter_s");
-    run.tflops_per_gpu = number("tflops_per_gpu");
-    if (l.tp.value() * l.pp.value() * l.dp.value() != gpus)
-      throw ConfigError(where, "tp x pp x dp differs from gpus");
-    runs.push_back(std::move(run));
-  }
+  for (size_t r = 0; r < t.rows.size(); ++r) runs.push_back(published_run(t, r));
   return runs;
 }
 
@@ -206,7 +282,8 @@ RunPrediction predict_run(const PublishedRun& run, const ConstantsByType& consta
   ClusterSpec unlimited = cluster;
   unlimited.device.memory_bytes = 1e18;
   result = search_layouts(run.model, unlimited, options);
-  GIANT_CHECK(!result.best.empty(), "no valid layout for ", run.model.name);
+  if (result.best.empty())
+    throw ConfigError("row " + std::to_string(run.row), why_no_layout(run.model, run.layout, cluster.devices()));
   RunPrediction p = prediction_from(run, result.best.front());
   p.memory_fits = false;
   return p;
@@ -313,7 +390,7 @@ void print_error_report(const std::vector<PublishedRun>& runs, const ErrorReport
   out << "# row  source                    gpu   tp pp dp   in-sample  leave-source-out\n";
   for (size_t r = 0; r < runs.size(); ++r) {
     const auto& l = runs[r].layout;
-    out << "# " << std::setw(3) << r + 1 << "  " << std::left << std::setw(25) << runs[r].source << " " << std::setw(5)
+    out << "# " << std::setw(3) << runs[r].row << "  " << std::left << std::setw(25) << runs[r].source << " " << std::setw(5)
         << runs[r].cluster.device.type << std::right << std::setw(3) << *l.tp << std::setw(3) << *l.pp << std::setw(3)
         << *l.dp << std::fixed << std::setprecision(1) << std::setw(11) << 100 * report.in_sample_errors[r] << "%"
         << std::setw(17) << 100 * report.leave_one_out_errors[r] << "%\n"
@@ -325,15 +402,38 @@ void print_error_report(const std::vector<PublishedRun>& runs, const ErrorReport
   out << std::defaultfloat;
 }
 
-void write_predictions_csv(const RunsTable& t, const std::vector<RunPrediction>& predictions, std::ostream& out) {
+std::vector<RowEvaluation> evaluate_rows(const RunsTable& table) {
+  std::vector<RowEvaluation> rows(table.rows.size());
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    RowEvaluation& row = rows[r];
+    try {
+      row.run = published_run(table, r);
+      row.prediction = predict_run(*row.run, {});
+      if (!row.prediction->memory_fits)
+        row.note = "no layout fits in device memory by the memory model; predicted as if it were unlimited";
+    } catch (const Error& e) {
+      row.prediction.reset();
+      row.note = e.what();
+    }
+  }
+  return rows;
+}
+
+void write_predictions_csv(const RunsTable& t, const std::vector<RowEvaluation>& rows, std::ostream& out) {
   for (const auto& line : t.comments) out << line << "\n";
-  out << "# pred_iter_s and pred_tflops_per_gpu: giant plan's prediction for the published layout.\n";
+  out << "# pred_iter_s and pred_tflops_per_gpu: giant plan's prediction for the published layout; "
+         "note: why a row has none, or a caveat.\n";
   for (const auto& h : t.header) out << h << ",";
-  out << "pred_iter_s,pred_tflops_per_gpu\n";
+  out << "pred_iter_s,pred_tflops_per_gpu,note\n";
   for (size_t r = 0; r < t.rows.size(); ++r) {
-    for (const auto& cell : t.rows[r]) out << cell << ",";
-    out << std::setprecision(4) << predictions[r].iter_s << "," << std::setprecision(4)
-        << predictions[r].tflops_per_gpu << "\n";
+    // As wide as the header, so the columns stay aligned (the note says
+    // when a row had another width).
+    for (size_t c = 0; c < t.header.size(); ++c) out << (c < t.rows[r].size() ? t.rows[r][c] : "") << ",";
+    if (const auto& p = rows[r].prediction)
+      out << std::setprecision(4) << p->iter_s << "," << std::setprecision(4) << p->tflops_per_gpu;
+    else
+      out << ",";
+    out << "," << csv_cell(rows[r].note) << "\n";
   }
 }
 

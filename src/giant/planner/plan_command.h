@@ -38,7 +38,7 @@ struct PlanArgs {
 void add_plan_flags(CLI::App& app, PlanArgs& args);
 
 // Runs the command. Returns 0 for a plan (or the table, file or list asked
-// for), 1 when nothing fits;
+// for), 1 when nothing fits or no row of --eval-csv could be evaluated;
 // throws ConfigError for bad input (a flag, a spec, a file).
 // probes: the measurements --calibrate makes (apps/giant passes ones built
 // on libtorch).
