@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli_support.h"
 #include "giant/base/error.h"
 #include "giant/base/units.h"
 #include "giant/ccl/bootstrap.h"
@@ -110,10 +111,11 @@ std::vector<std::string> command_of(std::vector<std::string> rest, const launch:
   return rest;
 }
 
+// The launcher's usage errors show the usage line, as its help does not fit one.
 int usage_error(const std::string& message) {
   std::cerr << "giant launch: " + message + "\n" + kUsageLine + "(giant launch --help explains the flags)\n"
             << std::flush;
-  return 2;
+  return kExitBadInput;
 }
 
 }  // namespace
@@ -125,18 +127,21 @@ int launch_command(const std::vector<std::string>& args) {
   launch::LaunchOptions options;
   CLI::App cli(kDescription, "giant launch");
   add_flags(cli, options);
+  GlobalFlags global;
+  add_global_flags(cli, global);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
     cli.parse(reversed);
     options.command = command_of(cli.remaining(), options);
+    apply_global_flags(global);
   } catch (const CLI::CallForHelp&) {
     std::cout << cli.help() << std::flush;
-    return 0;
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   } catch (const UsageError& e) {
     return usage_error(e.message);
-  } catch (const ConfigError& e) {  // --hosts
+  } catch (const ConfigError& e) {  // --hosts, --log-level
     return usage_error(e.what());
   }
   options.environment = ccl::Environment::from_process();
@@ -145,8 +150,7 @@ int launch_command(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {  // checked before any rank starts
     return usage_error(e.what());
   } catch (const std::exception& e) {
-    std::cerr << std::string("giant launch: ") + e.what() + "\n" << std::flush;
-    return 1;
+    return report_failure("giant launch", e);
   }
 }
 

@@ -3,13 +3,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <mutex>
 
 #include "giant/base/error.h"
 #include "giant/base/tunables.h"
+#include "giant/base/wall_clock.h"
 
 namespace giant {
 namespace {
@@ -34,21 +32,6 @@ const char* level_tag(LogLevel level) {
     case LogLevel::error: return "error: ";
     default: return "";
   }
-}
-
-// ISO 8601 in UTC with milliseconds, so lines of ranks on hosts in other
-// time zones sort together.
-std::string timestamp_now() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[40];
-  const size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(text + n, sizeof text - n, ".%03dZ ", static_cast<int>(millis));
-  return text;
 }
 
 }  // namespace
@@ -97,7 +80,7 @@ namespace detail {
 
 LogLine::~LogLine() {
   auto& s = settings();
-  std::string line = s.timestamps ? timestamp_now() : std::string();
+  std::string line = s.timestamps ? iso8601_utc(WallClock::now()) + " " : std::string();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     line += s.prefix;
