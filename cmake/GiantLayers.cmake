@@ -1,0 +1,46 @@
+# The layers' link graph, the one source of what a layer may include.
+#
+# giant_write_layer_graph(file) writes one line per built layer,
+# "<layer>: <layers it links, directly or not> [torch]", for
+# scripts/check-layers. Call it once every layer's target exists.
+
+# The layers (and torch) that `target` links, directly or through other layers.
+function(_giant_layer_links target out)
+  set(_links)
+  get_target_property(_libs ${target} LINK_LIBRARIES)
+  if(NOT _libs)
+    set(_libs)
+  endif()
+  foreach(_lib ${_libs})
+    if(NOT TARGET ${_lib})
+      continue()
+    endif()
+    get_target_property(_real ${_lib} ALIASED_TARGET)
+    if(_real)
+      set(_lib ${_real})
+    endif()
+    if(_lib STREQUAL "torch")
+      list(APPEND _links torch)
+    endif()
+    string(REGEX REPLACE "^giant_" "" _layer ${_lib})
+    if(_lib MATCHES "^giant_" AND _layer IN_LIST GIANT_LAYERS)
+      _giant_layer_links(${_lib} _below)
+      list(APPEND _links ${_layer} ${_below})
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES _links)
+  set(${out} ${_links} PARENT_SCOPE)
+endfunction()
+
+function(giant_write_layer_graph file)
+  set(_graph "")
+  foreach(layer ${GIANT_LAYERS})
+    if(TARGET giant_${layer})
+      _giant_layer_links(giant_${layer} _links)
+      list(SORT _links)
+      list(JOIN _links " " _links)
+      string(APPEND _graph "${layer}: ${_links}\n")
+    endif()
+  endforeach()
+  file(WRITE ${file} "${_graph}")
+endfunction()

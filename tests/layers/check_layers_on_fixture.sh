@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# scripts/check-layers on a tiny tree (fixture/) whose layer "low" includes
+# the layer above it and torch, which it does not link: both are named, with
+# file and line, and the check fails; with a graph that allows them it passes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+check=$here/../../scripts/check-layers
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+status=0
+"$check" "$here/fixture" "$here/fixture/layers.txt" > "$work/out" || status=$?
+cat "$work/out"
+expect() {
+  grep -qF -- "$1" "$work/out" || { echo "FAIL: expected the line: $1"; exit 1; }
+}
+[ "$status" -eq 1 ] || { echo "FAIL: exit status $status on a tree with violations, expected 1"; exit 1; }
+expect 'giant/low/low.h:3: low includes "giant/high/high.h"'
+expect 'giant/low/low.h:4: low includes <torch/torch.h>'
+expect 'not checked (not built here): giant/unbuilt/'
+expect '2 include(s) of a layer not linked'
+
+printf 'low: high torch\nhigh: low torch\n' > "$work/allowed.txt"
+"$check" "$here/fixture" "$work/allowed.txt" || { echo "FAIL: a tree within its graph was refused"; exit 1; }
+echo "PASS"
