@@ -19,7 +19,6 @@ constexpr int kMaxPasses = 64;
 
 size_t round8(size_t n) { return (n + 7) & ~size_t{7}; }
 
-std::string rank_name(int peer) { return "rank " + std::to_string(peer); }
 
 }  // namespace
 

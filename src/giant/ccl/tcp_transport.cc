@@ -14,7 +14,6 @@ namespace {
 // A frame may announce at most this much; larger is a corrupt or hostile peer.
 constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
 
-std::string rank_name(int peer) { return "rank " + std::to_string(peer); }
 
 }  // namespace
 

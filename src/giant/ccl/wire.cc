@@ -53,4 +53,10 @@ void check_descriptor(int rank, int peer, const MessageKey& key, const OpDescrip
                             " issued " + expected.describe() + ", " + name + " issued " + got.describe());
 }
 
+std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
+
+std::string peer_report(int peer, const std::string& reason) { return rank_name(peer) + " reports: " + reason; }
+
+bool is_peer_report(const std::string& what) { return what.find(" reports: ") != std::string::npos; }
+
 }  // namespace giant::ccl::detail

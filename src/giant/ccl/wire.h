@@ -104,6 +104,12 @@ struct ControlHeader {
 };
 constexpr uint32_t kMaxControlReason = 16384;
 
+// "rank 3": how errors and messages name a peer.
+std::string rank_name(int rank);
+// An error adopted from a peer's abort message reads "rank P reports: ...".
+std::string peer_report(int peer, const std::string& reason);
+bool is_peer_report(const std::string& what);
+
 // First message on every connection: who is calling, for which communicator.
 struct Hello {
   uint32_t magic = kHelloMagic;
