@@ -28,6 +28,11 @@ loss_first=.. loss_last=..`, medians over the measured steps. step_s covers
 the whole iteration, fetching the batch included, as a trainer's would.
 loss_first is step 1's loss (the untrained model), loss_last the last step's.
 
+--bf16 runs the forward (and so the backward) under PyTorch's CPU autocast
+in bfloat16, the way a PyTorch user trains in mixed precision on a CPU: the
+weights, gradients and AdamW stay float32; matrix products run in bfloat16;
+autocast keeps LayerNorm, softmax and the loss in float32.
+
 Data: --data PATH reads the file as byte tokens (ids = byte values) and takes
 windows of seq+1 bytes at uniformly random offsets from a generator seeded
 with --seed; without it, uniformly random tokens in [0, vocab).
@@ -60,6 +65,8 @@ def parse_args(argv):
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--data", default=None, help="a text file read as byte tokens")
+    p.add_argument("--bf16", action="store_true",
+                   help="forward under torch.autocast('cpu', dtype=torch.bfloat16) (fp32 weights and AdamW)")
     args = p.parse_args(argv)
     # Bad input fails before any work, naming the flag.
     for name in ("layers", "hidden", "heads", "seq_len", "vocab", "vocab_pad", "batch", "threads"):
@@ -207,7 +214,8 @@ def main(argv):
         start = time.perf_counter()
         inputs, targets = batches.next()
         optimizer.zero_grad(set_to_none=True)
-        loss = model(inputs, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss = model(inputs, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
@@ -227,7 +235,8 @@ def main(argv):
           f"loss_first={losses[0]:.4f} loss_last={losses[-1]:.4f} "
           f"warmup={args.warmup} measured={len(step_seconds)} ffn={ffn} vocab={args.vocab} "
           f"vocab_padded={vocab_padded} dropout={args.dropout} params={n_params} "
-          f"data={'file' if args.data else 'random'} torch={torch.__version__}", flush=True)
+          f"data={'file' if args.data else 'random'} precision={'bf16' if args.bf16 else 'fp32'} "
+          f"torch={torch.__version__}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #include "giant/train/run_config.h"
 
+#include <cmath>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -87,6 +88,43 @@ void apply_table(Tunables& keys, const toml::table& table, const std::string& pr
   }
 }
 
+Precision precision_key(const Tunables& k, const std::string& key) {
+  const std::string name = k.get_string(key);
+  if (auto p = parse_precision(name)) return *p;
+  throw ConfigError(key, "must be fp32, bf16 or fp16" + std::string(key == "train.precision" ? " (or auto)" : "") +
+                             ", got '" + name + "'");
+}
+
+void read_precision_keys(const Tunables& k, TrainSettings& t) {
+  t.precision_auto = k.get_string("train.precision") == "auto";
+  t.precision = t.precision_auto ? Precision::fp32 : precision_key(k, "train.precision");
+  t.grad_dtype = precision_key(k, "train.grad_dtype");
+  if (t.grad_dtype != Precision::fp32 && !t.precision_auto && t.grad_dtype != t.precision) {
+    throw ConfigError("train.grad_dtype", std::string("must be fp32 or the compute precision (train.precision = ") +
+                                              precision_name(t.precision) + "), got " +
+                                              precision_name(t.grad_dtype));
+  }
+  const std::string scaling = k.get_string("train.loss_scaling");
+  if (scaling == "auto") {
+    t.loss_scaling = LossScaling::automatic;
+  } else if (scaling == "dynamic") {
+    t.loss_scaling = LossScaling::dynamic;
+  } else if (scaling == "off") {
+    t.loss_scaling = LossScaling::off;
+  } else {
+    throw ConfigError("train.loss_scaling", "must be auto, dynamic or off, got '" + scaling + "'");
+  }
+  t.loss_scale_initial = k.get_real("train.loss_scale_initial");
+  t.loss_scale_window = k.get_int("train.loss_scale_window");
+  t.loss_scale_hysteresis = k.get_int("train.loss_scale_hysteresis");
+  if (!(t.loss_scale_initial >= 1 && std::isfinite(t.loss_scale_initial))) {
+    throw ConfigError("train.loss_scale_initial", "must be a finite number of at least 1");
+  }
+  for (const char* key : {"train.loss_scale_window", "train.loss_scale_hysteresis"}) {
+    if (k.get_int(key) < 1) throw ConfigError(key, "must be at least 1, got " + std::to_string(k.get_int(key)));
+  }
+}
+
 }  // namespace
 
 void define_run_keys(Tunables& k) {
@@ -138,6 +176,17 @@ void define_run_keys(Tunables& k) {
   k.define_int("train.sample_tokens", 300, "tokens of text generated at the end (0: none)");
   k.define_string("train.sample_prompt", "And God said", "prompt of the generated sample");
   k.define_real("train.sample_temperature", 0.8, "sampling temperature of the generated sample");
+
+  k.define_string("train.precision", "auto",
+                  "fp32, bf16, fp16, or auto: bf16 when this device's bf16 matrix products are at least "
+                  "1.5x as fast as fp32, else fp32 (master weights and AdamW stay fp32)");
+  k.define_string("train.grad_dtype", "fp32",
+                  "dtype gradients accumulate over micro-batches and are averaged over dp in: fp32, "
+                  "or the compute precision");
+  k.define_string("train.loss_scaling", "auto", "auto (dynamic for fp16, off otherwise), dynamic or off");
+  k.define_real("train.loss_scale_initial", 65536, "the dynamic loss scale's starting value");
+  k.define_int("train.loss_scale_window", 1000, "steps without overflow before the loss scale doubles");
+  k.define_int("train.loss_scale_hysteresis", 2, "overflows (since the last growth) before the loss scale halves");
 
   k.define_string("data.path", "examples/data/kjv.txt", "training text (relative to the working directory)");
   k.define_string("data.tokenizer", "byte", "tokenizer: byte");
@@ -272,6 +321,7 @@ RunConfig run_config_from(const Tunables& k) {
   if (!(t.beta2 >= 0 && t.beta2 < 1)) throw ConfigError("train.beta2", "must be in [0, 1)");
   if (!(t.sample_temperature > 0)) throw ConfigError("train.sample_temperature", "must be positive");
   if (t.out_dir.empty()) throw ConfigError("train.out_dir", "must not be empty");
+  read_precision_keys(k, t);
 
   c.data.path = k.get_string("data.path");
   c.data.tokenizer = k.get_string("data.tokenizer");

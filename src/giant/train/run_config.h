@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "giant/base/precision.h"
 #include "giant/base/tunables.h"
 #include "giant/models/gpt_config.h"
 
@@ -25,6 +26,10 @@ struct ParallelSettings {
   int64_t zero = 1;  // ZeRO stage: 0 or 1 (no effect with dp = 1)
 };
 
+// How fp16 keeps small gradients from flushing to zero: the loss is scaled
+// before backward and the gradients unscaled before the update.
+enum class LossScaling { automatic, dynamic, off };  // automatic: dynamic for fp16, else off
+
 struct TrainSettings {
   int64_t global_batch = 0, micro_batch = 0, steps = 0;
   double lr = 0, min_lr = 0;
@@ -40,6 +45,20 @@ struct TrainSettings {
   int64_t sample_tokens = 0;
   std::string sample_prompt;
   double sample_temperature = 0;
+  // train.precision: the dtype matrix products and activations compute in.
+  // `auto` (precision_auto) is resolved at start-up by resolve_precision().
+  Precision precision = Precision::fp32;
+  bool precision_auto = false;
+  Precision grad_dtype = Precision::fp32;  // gradient accumulation and the dp reduction
+  LossScaling loss_scaling = LossScaling::automatic;
+  double loss_scale_initial = 0;
+  int64_t loss_scale_window = 0, loss_scale_hysteresis = 0;
+
+  // Whether the run scales its loss dynamically (after `auto` is resolved).
+  bool dynamic_loss_scaling() const {
+    return loss_scaling == LossScaling::dynamic ||
+           (loss_scaling == LossScaling::automatic && precision == Precision::fp16);
+  }
 
   int64_t micro_batches(int64_t dp) const { return global_batch / (dp * micro_batch); }
 };
