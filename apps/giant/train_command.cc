@@ -16,6 +16,7 @@
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/config.h"
 #include "giant/train/auto_layout.h"
+#include "giant/train/precision_choice.h"
 #include "giant/train/run_config.h"
 #include "giant/train/trainer.h"
 
@@ -57,6 +58,9 @@ int train_command(const std::vector<std::string>& args) {
     // Rank and world size from giant launch, torchrun, srun or mpirun,
     // checked against the layout before any rank connects or works.
     launch = ccl::resolve_bootstrap(env);
+    // Before the layout: the planner predicts in the run's precision.
+    const std::string precision = train::resolve_precision(config);
+    if (launch.rank == 0) std::cout << "giant train: " << precision << '\n';
     if (config.parallel.automatic) {
       const std::string chosen = train::choose_layout(config, launch.world_size);
       if (launch.rank == 0) std::cout << "giant train: " << chosen << '\n';

@@ -103,9 +103,9 @@ class LayoutTest : public ::testing::Test {
         mine.dp_rank = rank / layout.tp;
         std::vector<std::string> names;
         TrainHooks hooks;
-        hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& params) {
+        hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& grads) {
           if (step != 0) return;
-          for (size_t i = 0; i < params.size(); ++i) mine.first_grads[names[i]] = params[i].grad().clone();
+          for (size_t i = 0; i < grads.size(); ++i) mine.first_grads[names[i]] = grads[i].clone();
         };
         Trainer trainer(config(layout, name), "", out, false, hooks, world);
         names = trainer.parameter_names();

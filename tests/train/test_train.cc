@@ -185,17 +185,19 @@ TEST(Trainer, GuardSkipsANonFiniteStepAndStopsAfterSeveral) {
   o.push_back("train.steps=6");
   std::vector<torch::Tensor> before, after;
   TrainHooks hooks;
-  hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& params) {
+  const Trainer* running = nullptr;
+  hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& grads) {
     if (step == 2) {
-      for (const auto& p : params) before.push_back(p.detach().clone());
-      params.back().grad().view(-1)[0] = NAN;
+      for (const auto& p : running->parameters()) before.push_back(p.detach().clone());
+      grads.back().view(-1)[0] = NAN;
     }
     if (step == 3) {
-      for (const auto& p : params) after.push_back(p.detach().clone());
+      for (const auto& p : running->parameters()) after.push_back(p.detach().clone());
     }
   };
   std::ostringstream out;
   Trainer trainer(run_config_from(keys_with(o)), "", out, false, hooks);
+  running = &trainer;
   const TrainSummary s = trainer.run();
   EXPECT_EQ(s.skipped_steps, 1);
   EXPECT_NE(out.str().find("step 3 skipped"), std::string::npos) << out.str();
@@ -206,9 +208,7 @@ TEST(Trainer, GuardSkipsANonFiniteStepAndStopsAfterSeveral) {
   // Non-finite every step: the run stops after train.max_bad_steps.
   o.push_back("train.max_bad_steps=3");
   TrainHooks always;
-  always.after_backward = [](int64_t, const std::vector<at::Tensor>& params) {
-    params.front().grad().view(-1)[0] = INFINITY;
-  };
+  always.after_backward = [](int64_t, const std::vector<at::Tensor>& grads) { grads.front().view(-1)[0] = INFINITY; };
   Trainer diverging(run_config_from(keys_with(o)), "", out, false, always);
   try {
     diverging.run();
@@ -229,8 +229,8 @@ TEST(Trainer, AccumulationMatchesOneWholeBatch) {
     o.insert(o.end(), {"train.steps=1", "train.micro_batch=" + micro_batch});
     std::vector<torch::Tensor> grads;
     TrainHooks hooks;
-    hooks.after_backward = [&](int64_t, const std::vector<at::Tensor>& params) {
-      for (const auto& p : params) grads.push_back(p.grad().clone());
+    hooks.after_backward = [&](int64_t, const std::vector<at::Tensor>& gradients) {
+      for (const auto& g : gradients) grads.push_back(g.clone());
     };
     std::ostringstream out;
     Trainer(run_config_from(keys_with(o)), "", out, false, hooks).run();
@@ -246,11 +246,11 @@ TEST(Trainer, AccumulationMatchesOneWholeBatch) {
 
 TEST(StepGuard, CountsRunsOfBadSteps) {
   StepGuard guard(2);
-  EXPECT_TRUE(guard.accept(1, 1.0, 1.0));
-  EXPECT_FALSE(guard.accept(2, NAN, 1.0));
-  EXPECT_TRUE(guard.accept(3, 1.0, 1.0));
-  EXPECT_FALSE(guard.accept(4, 1.0, INFINITY));
-  EXPECT_THROW(guard.accept(5, NAN, NAN), Error);
+  EXPECT_TRUE(guard.accept(1, true, 1.0, 1.0));
+  EXPECT_FALSE(guard.accept(2, false, NAN, 1.0));
+  EXPECT_TRUE(guard.accept(3, true, 1.0, 1.0));
+  EXPECT_FALSE(guard.accept(4, false, 1.0, INFINITY));
+  EXPECT_THROW(guard.accept(5, false, NAN, NAN), Error);
   EXPECT_EQ(guard.skipped_total(), 3);
 }
 

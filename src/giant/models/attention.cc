@@ -16,12 +16,14 @@ at::Tensor causal_self_attention(const at::Tensor& qkv, int64_t heads, double dr
               heads, " heads, got ", qkv.sizes());
   const int64_t batch = qkv.size(0), seq = qkv.size(1), hidden = qkv.size(2) / 3;
   const int64_t head_dim = hidden / heads;
-  // [3, batch, heads, seq, head_dim], then each of q, k, v as
-  // [batch * heads, seq, head_dim] for batched matrix products.
-  at::Tensor split = qkv.view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
-  at::Tensor q = split[0].reshape({batch * heads, seq, head_dim});
-  at::Tensor k = split[1].reshape({batch * heads, seq, head_dim});
-  at::Tensor v = split[2].reshape({batch * heads, seq, head_dim});
+  // Each of q, k, v as [batch * heads, seq, head_dim] for batched matrix
+  // products. One unbind: its backward stacks the three gradients at once,
+  // where indexing each would fill a zeroed copy of the whole input thrice.
+  const auto parts = qkv.view({batch, seq, 3, heads, head_dim}).unbind(2);
+  auto heads_first = [&](const at::Tensor& part) {
+    return part.transpose(1, 2).reshape({batch * heads, seq, head_dim});
+  };
+  at::Tensor q = heads_first(parts[0]), k = heads_first(parts[1]), v = heads_first(parts[2]);
 
   // Scores scaled and masked in the product itself: beta * mask + alpha * q k^T,
   // with the mask -inf above the diagonal (a position sees itself and the past).

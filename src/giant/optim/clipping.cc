@@ -45,17 +45,20 @@ double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::ve
   return std::sqrt(shards + replicated);
 }
 
-void clip_grads_to_norm(const std::vector<at::Tensor>& parameters, double norm, double max_norm) {
-  if (max_norm <= 0.0 || !(norm > max_norm)) {
-    return;
-  }
-  const double scale = max_norm / (norm + 1e-6);
+double clip_coefficient(double norm, double max_norm) {
+  return max_norm > 0.0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
+}
+
+void scale_grads(const std::vector<at::Tensor>& parameters, double factor) {
+  if (factor == 1.0) return;
   for (const auto& p : parameters) {
     at::Tensor grad = p.grad();
-    if (grad.defined()) {
-      grad.mul_(scale);
-    }
+    if (grad.defined()) grad.mul_(factor);
   }
+}
+
+void clip_grads_to_norm(const std::vector<at::Tensor>& parameters, double norm, double max_norm) {
+  scale_grads(parameters, clip_coefficient(norm, max_norm));
 }
 
 }  // namespace giant::optim

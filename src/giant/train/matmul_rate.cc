@@ -6,13 +6,15 @@
 #include <torch/torch.h>
 
 #include "giant/base/timer.h"
+#include "giant/train/precision_choice.h"
 
 namespace giant::train {
 
-double measure_gemm_flops(int64_t m, int64_t n, int64_t k, int repetitions) {
+double measure_gemm_flops(int64_t m, int64_t n, int64_t k, int repetitions, Precision precision) {
   torch::NoGradGuard no_grad;
-  const torch::Tensor a = torch::rand({m, k}), b = torch::rand({k, n});
-  torch::Tensor c = torch::empty({m, n});
+  const auto options = torch::TensorOptions().dtype(scalar_type_of(precision));
+  const torch::Tensor a = torch::rand({m, k}).to(options), b = torch::rand({k, n}).to(options);
+  torch::Tensor c = torch::empty({m, n}, options);
   torch::mm_out(c, a, b);  // warm-up: pages, BLAS buffers, threads
   std::vector<double> seconds;
   for (int i = 0; i < std::max(repetitions, 1); ++i) {

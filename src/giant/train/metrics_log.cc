@@ -53,6 +53,7 @@ void MetricsLog::step(const StepReport& r, double comm_wait_s) {
   record["comm_wait_s"] = number(comm_wait_s);
   record["max_rss_bytes"] = max_resident_bytes();
   record["skipped"] = r.skipped;
+  if (r.loss_scale > 0) record["loss_scale"] = number(r.loss_scale);
   write(line_of(record));
 }
 
@@ -74,6 +75,8 @@ void MetricsLog::summary(const TrainSummary& s) {
   record["step_s_median"] = number(s.step_s_median);
   record["comm_wait_s_median"] = number(s.comm_wait_s_median);
   record["matmul_flops"] = number(s.matmul_flops);
+  record["precision"] = s.precision;
+  if (s.final_loss_scale > 0) record["loss_scale"] = number(s.final_loss_scale);
   record["seconds"] = number(s.seconds);
   record["sample"] = s.sample;
   write(line_of(record));

@@ -16,6 +16,7 @@ struct StepReport {
   double data_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0, step_s = 0;
   double elapsed_s = 0;  // since training started
   bool skipped = false;
+  double loss_scale = 0;  // the scale this step's loss was multiplied by (0: no loss scaling)
 };
 
 class Progress {

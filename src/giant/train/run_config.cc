@@ -99,11 +99,7 @@ void read_precision_keys(const Tunables& k, TrainSettings& t) {
   t.precision_auto = k.get_string("train.precision") == "auto";
   t.precision = t.precision_auto ? Precision::fp32 : precision_key(k, "train.precision");
   t.grad_dtype = precision_key(k, "train.grad_dtype");
-  if (t.grad_dtype != Precision::fp32 && !t.precision_auto && t.grad_dtype != t.precision) {
-    throw ConfigError("train.grad_dtype", std::string("must be fp32 or the compute precision (train.precision = ") +
-                                              precision_name(t.precision) + "), got " +
-                                              precision_name(t.grad_dtype));
-  }
+  if (!t.precision_auto) check_grad_dtype(t);
   const std::string scaling = k.get_string("train.loss_scaling");
   if (scaling == "auto") {
     t.loss_scaling = LossScaling::automatic;
@@ -126,6 +122,13 @@ void read_precision_keys(const Tunables& k, TrainSettings& t) {
 }
 
 }  // namespace
+
+void check_grad_dtype(const TrainSettings& t) {
+  if (t.grad_dtype != Precision::fp32 && t.grad_dtype != t.precision) {
+    throw ConfigError("train.grad_dtype", std::string("must be fp32 or the compute precision (train.precision = ") +
+                                              precision_name(t.precision) + "), got " + precision_name(t.grad_dtype));
+  }
+}
 
 void define_run_keys(Tunables& k) {
   const models::GptConfig m;

@@ -75,6 +75,9 @@ struct RunConfig {
   DataSettings data;
 };
 
+// ConfigError naming train.grad_dtype unless it is fp32 or train.precision.
+void check_grad_dtype(const TrainSettings& train);
+
 // Defines every key with its default.
 void define_run_keys(Tunables& keys);
 

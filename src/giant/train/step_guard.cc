@@ -1,14 +1,13 @@
 #include "giant/train/step_guard.h"
 
-#include <cmath>
 #include <string>
 
 #include "giant/base/error.h"
 
 namespace giant::train {
 
-bool StepGuard::accept(int64_t step, double loss, double grad_norm) {
-  if (std::isfinite(loss) && std::isfinite(grad_norm)) {
+bool StepGuard::accept(int64_t step, bool finite, double loss, double grad_norm) {
+  if (finite) {
     bad_in_a_row_ = 0;
     return true;
   }

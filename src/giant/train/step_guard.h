@@ -10,9 +10,11 @@ class StepGuard {
  public:
   explicit StepGuard(int64_t max_bad_in_a_row) : max_bad_in_a_row_(max_bad_in_a_row) {}
 
-  // True when the step may be applied. False when it must be skipped; throws
-  // giant::Error once max_bad_in_a_row steps in a row were skipped.
-  bool accept(int64_t step, double loss, double grad_norm);
+  // True when the step may be applied: `finite` says whether the loss and
+  // every rank's gradients were finite (loss and grad_norm are for the
+  // message). False when it must be skipped; throws giant::Error once
+  // max_bad_in_a_row steps in a row were skipped.
+  bool accept(int64_t step, bool finite, double loss, double grad_norm);
 
   int64_t skipped_total() const { return skipped_total_; }
   int64_t bad_in_a_row() const { return bad_in_a_row_; }

@@ -113,13 +113,15 @@ TensorBoardLog::TensorBoardLog(const std::string& dir) {
 }
 
 void TensorBoardLog::step(const StepReport& r) {
-  write_scalars(r.step, {{"loss/train", r.loss},
-                         {"optim/lr", r.lr},
-                         {"optim/grad_norm", r.grad_norm},
-                         {"perf/tokens_per_s", r.tokens_per_s},
-                         {"perf/mfu", r.mfu},
-                         {"perf/step_s", r.step_s},
-                         {"memory/max_rss_bytes", static_cast<double>(max_resident_bytes())}});
+  std::vector<std::pair<const char*, double>> scalars{{"loss/train", r.loss},
+                                                      {"optim/lr", r.lr},
+                                                      {"optim/grad_norm", r.grad_norm},
+                                                      {"perf/tokens_per_s", r.tokens_per_s},
+                                                      {"perf/mfu", r.mfu},
+                                                      {"perf/step_s", r.step_s},
+                                                      {"memory/max_rss_bytes", static_cast<double>(max_resident_bytes())}};
+  if (r.loss_scale > 0) scalars.emplace_back("optim/loss_scale", r.loss_scale);
+  write_scalars(r.step, scalars);
 }
 
 void TensorBoardLog::evaluation(int64_t step, double val_loss) { write_scalars(step, {{"loss/val", val_loss}}); }

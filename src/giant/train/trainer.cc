@@ -20,7 +20,9 @@
 #include "giant/models/gpt.h"
 #include "giant/optim/adamw.h"
 #include "giant/optim/clipping.h"
+#include "giant/optim/loss_scaler.h"
 #include "giant/optim/lr_schedule.h"
+#include "giant/optim/master_weights.h"
 #include "giant/parallel/data_parallel/gradient_reducer.h"
 #include "giant/parallel/mesh.h"
 #include "giant/parallel/tensor_collectives.h"
@@ -28,6 +30,7 @@
 #include "giant/train/generate.h"
 #include "giant/train/matmul_rate.h"
 #include "giant/train/metrics_log.h"
+#include "giant/train/precision_choice.h"
 #include "giant/train/progress.h"
 #include "giant/train/step_guard.h"
 #include "giant/train/tensorboard_log.h"
@@ -91,9 +94,13 @@ struct Trainer::State {
   std::vector<torch::Tensor> parameters;
   std::unique_ptr<optim::AdamW> optimizer;
   // What the optimizer updates: the parameters, or with a sharded optimizer
-  // the stretches of them this rank owns (and whether each is a tp shard).
+  // the stretches of them this rank owns (and whether each is a tp shard);
+  // with mixed precision, their fp32 masters.
   std::vector<at::Tensor> updated;
   std::vector<bool> updated_is_shard;
+  std::unique_ptr<optim::MasterWeights> masters;  // mixed precision only
+  std::optional<optim::LossScaler> loss_scaler;
+  bool mixed_precision() const { return config.train.precision != Precision::fp32; }
   std::unique_ptr<MetricsLog> metrics;
   std::unique_ptr<TensorBoardLog> tensorboard;
   std::filesystem::path out_dir;
@@ -106,6 +113,7 @@ struct Trainer::State {
         leader(is_leader) {}
 
   int dp_rank() const { return mesh ? mesh->dp_rank() : 0; }
+  bool sharded() const { return reducer && reducer->shards_optimizer(); }
   int64_t world_size() const { return mesh ? mesh->world().size() : 1; }
 
   // The mean over the data-parallel replicas (identical on every rank).
@@ -115,6 +123,50 @@ struct Trainer::State {
     parallel::allreduce_(t, mesh->dp(), ccl::ReduceOp::avg);
     return t.item<double>();
   }
+
+  // Whether `value` holds on every rank (one small allreduce): a gradient
+  // that overflowed on one rank skips the step on all of them.
+  bool on_every_rank(bool value) const {
+    if (!mesh) return value;
+    at::Tensor t = torch::full({1}, value ? 1 : 0, torch::kInt);
+    parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::min);
+    return t.item<int>() == 1;
+  }
+
+  // train.precision = auto is probed on each rank: they must agree.
+  void require_one_precision() const {
+    if (!mesh) return;
+    at::Tensor t = torch::full({2}, static_cast<int>(config.train.precision), torch::kInt);
+    t[1].neg_();
+    parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::max);
+    if (t[0].item<int>() != -t[1].item<int>()) {
+      throw ConfigError("train.precision", "the ranks chose different precisions for auto (their matrix product "
+                                           "rates differ); set train.precision to fp32 or bf16");
+    }
+  }
+
+  // Each parameter's gradient as the update reads it (valid after backward).
+  std::vector<at::Tensor> gradients() const {
+    std::vector<at::Tensor> grads;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      grads.push_back(reducer ? reducer->grad_view(i) : parameters[i].grad());
+    }
+    return grads;
+  }
+
+  // Casts the model's parameters to the compute dtype (every module holding
+  // one sees it) and returns their fp32 initial values, for the masters.
+  std::vector<at::Tensor> convert_to_compute_dtype() {
+    std::vector<at::Tensor> initial;
+    torch::NoGradGuard no_grad;
+    for (auto& p : parameters) {
+      initial.push_back(p.detach().clone());
+      p.set_data(p.detach().to(scalar_type_of(config.train.precision)));
+    }
+    return initial;
+  }
+
+  void build_optimizer(std::vector<at::Tensor> initial);
 
   // Fills one micro-batch of global sample indices [first, first + count).
   void load_batch(const data::SequenceSampler& sampler, const std::vector<int32_t>& tokens,
@@ -171,6 +223,11 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   State& s = *state_;
   const RunConfig& c = s.config;
   check_layout(c, world ? world->size() : 1);
+  if (c.train.precision_auto) {
+    s.progress.line(resolve_precision(s.config));
+  } else {
+    resolve_precision(s.config);  // checks the device runs it
+  }
   s.tokenizer = data::make_tokenizer(c.data.tokenizer);
   if (s.tokenizer->vocab_size() > c.model.vocab) {
     throw ConfigError("model.vocab", "is " + std::to_string(c.model.vocab) + " but tokenizer '" +
@@ -211,36 +268,73 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
       s.tp = {&s.mesh->tp(), s.mesh->tp_rank(), static_cast<int>(c.parallel.tp), &s.tp_comm_seconds};
     }
   }
+  s.require_one_precision();
+  // Drawn in fp32 whatever the precision: the masters start from the exact
+  // initialisation, the same in every precision and layout.
   s.model = models::gpt_layer_list(c.model).build_all(seed, torch::TensorOptions().dtype(torch::kFloat), s.tp);
   for (const auto& item : s.model->named_parameters()) {
     s.parameter_names.push_back(item.key());
     s.parameters.push_back(item.value());
     s.is_shard.push_back(parallel::is_tensor_parallel_shard(item.key()));
   }
+  std::vector<at::Tensor> initial;
+  if (s.mixed_precision()) initial = s.convert_to_compute_dtype();
+  const auto bucket_bytes = static_cast<int64_t>(c.parallel.bucket_mb * (1 << 20));
+  const auto grad_dtype = scalar_type_of(c.train.grad_dtype);
   if (s.mesh && c.parallel.dp > 1) {
-    s.reducer = std::make_unique<parallel::GradientReducer>(
-        s.parameters, s.mesh->dp_grads(), static_cast<int64_t>(c.parallel.bucket_mb * (1 << 20)),
-        c.parallel.zero == 1);
+    s.reducer = std::make_unique<parallel::GradientReducer>(s.parameters, s.mesh->dp_grads(), bucket_bytes,
+                                                            c.parallel.zero == 1, grad_dtype);
+  } else if (s.mixed_precision()) {
+    // One replica: the buckets only accumulate the micro-batches in grad_dtype.
+    s.reducer = std::make_unique<parallel::GradientReducer>(s.parameters, bucket_bytes, grad_dtype);
   }
+  s.build_optimizer(std::move(initial));
+  if (c.train.dynamic_loss_scaling()) {
+    s.loss_scaler.emplace(optim::LossScalerOptions{c.train.loss_scale_initial, c.train.loss_scale_window,
+                                                   c.train.loss_scale_hysteresis});
+  }
+}
+
+void Trainer::State::build_optimizer(std::vector<at::Tensor> initial) {
+  const RunConfig& c = config;
   optim::AdamWOptions adam;
   adam.beta1 = c.train.beta1;
   adam.beta2 = c.train.beta2;
   adam.weight_decay = c.train.weight_decay;
-  if (s.reducer && s.reducer->shards_optimizer()) {
+  // What the update reads and writes in the compute dtype, with decay flags,
+  // fp32 initial values and gradients for the masters.
+  std::vector<at::Tensor> compute, compute_initial, compute_grads;
+  std::vector<bool> decay;
+  if (sharded()) {
     // Flat stretches: each takes its parameter's tp marking and decay.
-    std::vector<bool> decay;
-    s.updated = s.reducer->owned_parameters();
-    for (size_t source : s.reducer->owned_parameter_source()) {
-      s.updated_is_shard.push_back(s.is_shard[source]);
-      decay.push_back(optim::AdamW::decays(s.parameters[source]));
+    compute = reducer->owned_parameters();
+    for (size_t j = 0; j < compute.size(); ++j) {
+      const size_t source = reducer->owned_parameter_source()[j];
+      updated_is_shard.push_back(is_shard[source]);
+      decay.push_back(optim::AdamW::decays(parameters[source]));
+      compute_grads.push_back(compute[j].grad());
+      if (!initial.empty()) {
+        compute_initial.push_back(
+            initial[source].reshape({-1}).narrow(0, reducer->owned_parameter_offset()[j], compute[j].numel()));
+      }
     }
-    s.optimizer = std::make_unique<optim::AdamW>(s.updated, decay, adam);
-    s.wait_for_parameters_layer_by_layer();
+    wait_for_parameters_layer_by_layer();
   } else {
-    s.updated = s.parameters;
-    s.updated_is_shard = s.is_shard;
-    s.optimizer = std::make_unique<optim::AdamW>(s.updated, adam);
+    compute = parameters;
+    updated_is_shard = is_shard;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      decay.push_back(optim::AdamW::decays(parameters[i]));
+      if (reducer) compute_grads.push_back(reducer->grad_view(i));
+    }
+    compute_initial = std::move(initial);
   }
+  if (mixed_precision()) {
+    masters = std::make_unique<optim::MasterWeights>(compute, compute_initial, compute_grads);
+    updated = masters->masters();
+  } else {
+    updated = compute;
+  }
+  optimizer = std::make_unique<optim::AdamW>(updated, decay, adam);
 }
 
 Trainer::~Trainer() = default;
@@ -257,9 +351,11 @@ TrainSummary Trainer::run() {
   const int64_t rank_first_sample = s.dp_rank() * (t.global_batch / dp);
   const optim::LrSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.steps};
   StepGuard step_guard(t.max_bad_steps);
+  int64_t loss_scale_skips = 0;
 
   TrainSummary summary;
-  summary.matmul_flops = measure_matmul_flops();
+  summary.precision = precision_name(t.precision);
+  summary.matmul_flops = measure_matmul_flops(t.precision);
   summary.model_flops_per_step = c.model.train_flops_per_sequence() * static_cast<double>(t.global_batch);
   const double tokens_per_step = static_cast<double>(t.global_batch * c.model.seq_len);
   s.progress.line("layout: dp " + std::to_string(c.parallel.dp) + " x tp " + std::to_string(c.parallel.tp) +
@@ -268,7 +364,8 @@ TrainSummary Trainer::run() {
                   (s.reducer ? ", " + std::to_string(s.reducer->num_buckets()) + " gradient bucket(s)" : ""));
   s.progress.line("model: " + std::to_string(c.model.parameter_count()) + " parameters, " +
                   fixed(summary.model_flops_per_step / 1e9, 1) + " GFLOP per step; matmul reference " +
-                  fixed(summary.matmul_flops / 1e9, 1) + " GFLOP/s on " + std::to_string(t.threads) +
+                  fixed(summary.matmul_flops / 1e9, 1) + " GFLOP/s in " + summary.precision + " on " +
+                  std::to_string(t.threads) +
                   " thread(s); data: " + std::to_string(s.corpus.train.size()) + " train and " +
                   std::to_string(s.corpus.val.size()) + " validation tokens");
 
@@ -288,8 +385,9 @@ TrainSummary Trainer::run() {
     if (s.reducer) {
       s.reducer->zero_grad();
     } else {
-      s.optimizer->zero_grad();
+      s.optimizer->zero_grad();  // fp32 on one replica: the parameters are what it updates
     }
+    const double loss_scale = s.loss_scaler ? s.loss_scaler->scale() : 1.0;
     for (int64_t m = 0; m < micro_batches; ++m) {
       torch::Tensor inputs, targets, loss;
       {
@@ -310,7 +408,8 @@ TrainSummary Trainer::run() {
         RECORD_USER_SCOPE("giant::backward");
         Stopwatch watch;
         if (s.reducer) s.reducer->begin_micro_batch(m + 1 == micro_batches);
-        (micro_batches > 1 ? loss / static_cast<double>(micro_batches) : loss).backward();
+        const double factor = loss_scale / static_cast<double>(micro_batches);
+        (factor != 1.0 ? loss * factor : loss).backward();
         backward_s += watch.seconds();
       }
       loss_sum += loss.item<double>();
@@ -322,22 +421,30 @@ TrainSummary Trainer::run() {
       backward_s += comm_wait_s;
     }
     comm_wait_s += s.tp_comm_seconds + s.parameter_wait_seconds;
-    if (s.hooks.after_backward) s.hooks.after_backward(step, s.parameters);
+    if (s.hooks.after_backward) s.hooks.after_backward(step, s.gradients());
 
     Stopwatch optimizer_watch;
     const double loss = s.dp_mean(loss_sum / static_cast<double>(micro_batches));
     const double lr = schedule.at(step);
     double grad_norm = 0;
-    bool applied = false;
+    bool applied = false, overflowed = false;
     {
       RECORD_USER_SCOPE("giant::optimizer");
-      const bool sharded = s.reducer && s.reducer->shards_optimizer();
+      const bool sharded = s.sharded();
       grad_norm = optim::global_grad_norm(s.updated, s.updated_is_shard, s.mesh ? &s.mesh->tp() : nullptr,
-                                          sharded ? &s.mesh->dp_grads() : nullptr);
-      applied = step_guard.accept(step + 1, loss, grad_norm);
+                                          sharded ? &s.mesh->dp_grads() : nullptr) /
+                  loss_scale;
+      const bool finite = s.on_every_rank(std::isfinite(loss) && std::isfinite(grad_norm));
+      // With loss scaling, gradients that overflowed (from a finite loss) lower the scale.
+      overflowed = s.loss_scaler && std::isfinite(loss) && !finite;
+      applied = !overflowed && step_guard.accept(step + 1, finite, loss, grad_norm);
+      if (s.loss_scaler) s.loss_scaler->update(overflowed);
+      if (overflowed) ++loss_scale_skips;
       if (applied) {
-        optim::clip_grads_to_norm(s.updated, grad_norm, t.grad_clip);
+        // Unscaling and clipping in one pass.
+        optim::scale_grads(s.updated, optim::clip_coefficient(grad_norm, t.grad_clip) / loss_scale);
         s.optimizer->step(lr);
+        if (s.masters) s.masters->copy_to_compute();
         if (sharded) s.reducer->gather_parameters_async();  // waited for by the next forward
       }
     }
@@ -364,8 +471,12 @@ TrainSummary Trainer::run() {
     report.optimizer_s = optimizer_s;
     report.elapsed_s = run_watch.seconds();
     report.skipped = !applied;
+    report.loss_scale = s.loss_scaler ? loss_scale : 0.0;
     s.progress.step(report);
-    if (!applied) {
+    if (overflowed) {
+      s.progress.line("step " + std::to_string(step + 1) + " skipped: gradients overflowed at loss scale " +
+                      fixed(loss_scale, 0) + " (now " + fixed(s.loss_scaler->scale(), 0) + ")");
+    } else if (!applied) {
       s.progress.line("step " + std::to_string(step + 1) + " skipped: loss " + std::to_string(loss) +
                       ", gradient norm " + std::to_string(grad_norm) + " (not finite)");
     }
@@ -396,7 +507,8 @@ TrainSummary Trainer::run() {
   trace.reset();
   s.progress.finish();
   summary.steps = t.steps;
-  summary.skipped_steps = step_guard.skipped_total();
+  summary.skipped_steps = step_guard.skipped_total() + loss_scale_skips;
+  if (s.loss_scaler) summary.final_loss_scale = s.loss_scaler->scale();
   summary.tokens_per_s_median = median(tokens_per_s);
   summary.mfu_median = median(mfu);
   summary.step_s_median = median(step_seconds);

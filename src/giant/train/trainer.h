@@ -23,22 +23,26 @@ namespace giant::train {
 
 struct TrainHooks {
   // Called after the backward passes of a step, before the guard looks at the
-  // gradients (tests inject non-finite values here). With parallel.zero=1
-  // (the default) and dp > 1 only the rank's own blocks hold the average
-  // over the replicas.
-  std::function<void(int64_t step, const std::vector<at::Tensor>& parameters)> after_backward;
+  // gradients (tests inject non-finite values here), with each parameter's
+  // gradient as the update will read it (with mixed precision, in
+  // train.grad_dtype, multiplied by the loss scale when there is one). With
+  // parallel.zero=1 (the default) and dp > 1 only the rank's own blocks hold
+  // the average over the replicas.
+  std::function<void(int64_t step, const std::vector<at::Tensor>& gradients)> after_backward;
 };
 
 struct TrainSummary {
   int64_t steps = 0;
-  int64_t skipped_steps = 0;
+  int64_t skipped_steps = 0;  // non-finite steps and loss-scale overflows
+  std::string precision;       // what the model computed in (MFU's reference too)
+  double final_loss_scale = 0;  // 0: no loss scaling
   double first_loss = 0, last_loss = 0;
   double val_loss = 0;  // at the end, nats per token
   double tokens_per_s_median = 0;
   double mfu_median = 0;
   double step_s_median = 0;
   double comm_wait_s_median = 0;  // per step, blocked in communication
-  double matmul_flops = 0;        // MFU's reference rate, per rank
+  double matmul_flops = 0;        // MFU's reference rate, per rank, in `precision`
   double model_flops_per_step = 0;
   double seconds = 0;
   std::string sample;

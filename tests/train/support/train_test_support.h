@@ -46,9 +46,12 @@ inline std::string read_file(const std::string& path) {
 }
 
 // Every run key with its default, then the overrides ("key=value") applied.
+// The run's keys with `overrides` applied, in float32 unless they set
+// train.precision (tests state the precision: auto would probe the machine).
 inline Tunables keys_with(const std::vector<std::string>& overrides) {
   Tunables keys;
   define_run_keys(keys);
+  apply_override(keys, "train.precision=\"fp32\"");
   for (const auto& o : overrides) apply_override(keys, o);
   return keys;
 }

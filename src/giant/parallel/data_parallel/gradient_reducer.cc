@@ -28,24 +28,38 @@ struct ReadyHook : torch::autograd::FunctionPostHook {
 at::Tensor GradientReducer::bucket_storage(int64_t elements, const at::TensorOptions& options) {
   // On the host, a shared buffer: the allreduce then reads the other ranks'
   // buckets in place instead of copying each through shared memory.
-  if (!options.device().is_cpu()) return torch::zeros({elements}, options);
-  auto shared = ccl::allocate_shared_buffer(comm_, static_cast<size_t>(elements) * options.dtype().itemsize());
+  if (comm_ == nullptr || !options.device().is_cpu()) return torch::zeros({elements}, options);
+  auto shared = ccl::allocate_shared_buffer(*comm_, static_cast<size_t>(elements) * options.dtype().itemsize());
   void* data = shared->data();
   return torch::from_blob(data, {elements}, [shared](void*) mutable { shared.reset(); }, options);
 }
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
-                                 int64_t bucket_bytes, bool shard_optimizer)
+                                 int64_t bucket_bytes, bool shard_optimizer,
+                                 c10::optional<at::ScalarType> grad_dtype)
+    : GradientReducer(std::move(parameters), &comm, bucket_bytes, shard_optimizer, grad_dtype) {}
+
+GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes,
+                                 at::ScalarType grad_dtype)
+    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, false, grad_dtype) {}
+
+GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm,
+                                 int64_t bucket_bytes, bool shard_optimizer,
+                                 c10::optional<at::ScalarType> grad_dtype)
     : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()),
       grad_views_(parameters_.size()),
-      shard_optimizer_(shard_optimizer) {
+      shard_optimizer_(shard_optimizer),
+      other_dtype_(parameters_.size()),
+      view_has_step_(parameters_.size()) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
+  GIANT_CHECK(comm_ != nullptr || !shard_optimizer_, "a sharded optimizer needs a communicator");
+  const int ranks = comm_ ? comm_->size() : 1;
   // Group by dtype and device too: a bucket is one flat tensor.
   std::vector<std::vector<size_t>> groups;
   int64_t bytes = 0;
   for (size_t i = parameters_.size(); i-- > 0;) {
     const at::Tensor& p = parameters_[i];
-    const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
+    const int64_t size = p.numel() * static_cast<int64_t>(grad_dtype ? c10::elementSize(*grad_dtype) : p.element_size());
     const bool fits = !groups.empty() && bytes + size <= bucket_bytes &&
                       parameters_[groups.back().front()].scalar_type() == p.scalar_type() &&
                       parameters_[groups.back().front()].device() == p.device();
@@ -61,15 +75,17 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
     int64_t elements = 0;
     for (size_t i : groups[b]) elements += parameters_[i].numel();
     // Sharded: padded to equal blocks (the padding stays zero).
-    if (shard_optimizer_) elements = (elements + comm_.size() - 1) / comm_.size() * comm_.size();
+    if (shard_optimizer_) elements = (elements + ranks - 1) / ranks * ranks;
     const at::Tensor& first = parameters_[groups[b].front()];
-    buckets_[b].buffer = bucket_storage(elements, first.options().requires_grad(false));
+    const auto options = first.options().requires_grad(false);
+    buckets_[b].buffer = bucket_storage(elements, grad_dtype ? options.dtype(*grad_dtype) : options);
     buckets_[b].parameters = groups[b].size();
     int64_t offset = 0;
     for (size_t i : groups[b]) {
       at::Tensor& p = parameters_[i];
       grad_views_[i] = buckets_[b].buffer.narrow(0, offset, p.numel()).view(p.sizes());
-      p.mutable_grad() = grad_views_[i];
+      other_dtype_[i] = grad_views_[i].scalar_type() != p.scalar_type();
+      if (!other_dtype_[i]) p.mutable_grad() = grad_views_[i];
       offset += p.numel();
       bucket_of_[i] = b;
     }
@@ -87,11 +103,13 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
 
 void GradientReducer::shard(const std::vector<std::vector<size_t>>& groups) {
   at::NoGradGuard no_grad;
-  const int64_t rank = comm_.rank();
+  const int64_t rank = comm_->rank();
   for (size_t b = 0; b < groups.size(); ++b) {
     Bucket& bucket = buckets_[b];
-    bucket.parameters_buffer = bucket_storage(bucket.buffer.numel(), bucket.buffer.options());
-    const int64_t block = bucket.buffer.numel() / comm_.size();
+    // In the parameters' dtype: with bf16 parameters the gather moves half the bytes.
+    bucket.parameters_buffer =
+        bucket_storage(bucket.buffer.numel(), parameters_[groups[b].front()].options().requires_grad(false));
+    const int64_t block = bucket.buffer.numel() / comm_->size();
     const int64_t mine_begin = rank * block, mine_end = mine_begin + block;
     int64_t offset = 0;
     for (size_t i : groups[b]) {
@@ -107,6 +125,7 @@ void GradientReducer::shard(const std::vector<std::vector<size_t>>& groups) {
         owned.mutable_grad() = bucket.buffer.narrow(0, begin, end - begin);
         owned_.push_back(owned);
         owned_source_.push_back(i);
+        owned_offset_.push_back(begin - offset);
       }
       offset += n;
     }
@@ -119,12 +138,12 @@ void GradientReducer::gather_parameters() {
 }
 
 void GradientReducer::gather_parameters_async() {
-  if (!shard_optimizer_ || comm_.size() == 1) return;
+  if (!shard_optimizer_ || comm_->size() == 1) return;
   // Buckets hold the parameters in reverse: the last holds the first ones.
   for (size_t b = buckets_.size(); b-- > 0;) {
     Bucket& bucket = buckets_[b];
     GIANT_CHECK(!bucket.gathering, "a parameter gather started while the previous one is in flight");
-    bucket.gather = allgather_blocks_async(bucket.parameters_buffer, comm_);
+    bucket.gather = allgather_blocks_async(bucket.parameters_buffer, *comm_);
     bucket.gathering = true;
   }
 }
@@ -152,7 +171,7 @@ GradientReducer::~GradientReducer() {
     for (auto [in_flight, work] : {std::pair{bucket.launched, &bucket.work}, {bucket.gathering, &bucket.gather}}) {
       if (!in_flight || work->test()) continue;
       // The peers are told; our buffers must outlive the operation.
-      comm_.abort("gradient reducer destroyed while a reduction or parameter gather was in flight");
+      comm_->abort("gradient reducer destroyed while a reduction or parameter gather was in flight");
       try {
         work->wait();
       } catch (...) {
@@ -166,6 +185,7 @@ void GradientReducer::zero_grad() {
     GIANT_CHECK(!bucket.launched, "zero_grad while a gradient reduction is in flight (call finish first)");
   }
   for (auto& p : parameters_) p.mutable_grad().reset();
+  std::fill(view_has_step_.begin(), view_has_step_.end(), false);
 }
 
 void GradientReducer::adopt_gradient(size_t parameter) {
@@ -173,6 +193,18 @@ void GradientReducer::adopt_gradient(size_t parameter) {
   const at::Tensor& view = grad_views_[parameter];
   if (grad.is_same(view)) return;  // accumulated in place
   at::NoGradGuard no_grad;
+  if (other_dtype_[parameter]) {
+    if (view_has_step_[parameter]) {
+      if (grad.defined()) view.add_(grad);
+    } else if (grad.defined()) {
+      view.copy_(grad);
+    } else {
+      view.zero_();
+    }
+    view_has_step_[parameter] = true;
+    grad.reset();
+    return;
+  }
   if (grad.defined()) {
     view.copy_(grad);
   } else {
@@ -198,9 +230,9 @@ void GradientReducer::mark_ready(size_t parameter) {
 void GradientReducer::launch_in_order() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].ready >= buckets_[next_launch_].parameters) {
     Bucket& bucket = buckets_[next_launch_++];
-    if (comm_.size() > 1) {
-      bucket.work = shard_optimizer_ ? reduce_scatter_blocks_async(bucket.buffer, comm_, ccl::ReduceOp::avg)
-                                     : allreduce_async(bucket.buffer, comm_, ccl::ReduceOp::avg);
+    if (comm_ != nullptr && comm_->size() > 1) {
+      bucket.work = shard_optimizer_ ? reduce_scatter_blocks_async(bucket.buffer, *comm_, ccl::ReduceOp::avg)
+                                     : allreduce_async(bucket.buffer, *comm_, ccl::ReduceOp::avg);
     }
     bucket.launched = true;
   }

@@ -23,6 +23,14 @@
 // starts it bucket by bucket in the order forward needs them (the first
 // parameters' bucket first), and wait_parameters_through(p) returns once the
 // parameters up to p hold the whole update.
+//
+// Mixed precision: the buckets may hold the gradients in another dtype than
+// the parameters' (fp32 gradients of bf16 parameters). Then each fresh
+// gradient is added into its bucket as soon as it is accumulated (copied
+// for the step's first) and the parameter's own .grad() is dropped, so the
+// sum over micro-batches and the reduction run in the buckets' dtype;
+// grad_view(p) is the gradient the update reads. Without a communicator
+// (one replica) the reducer only keeps the gradients in its buckets.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +38,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/Optional.h>
 
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/work.h"
@@ -44,8 +53,11 @@ class GradientReducer {
  public:
   // Parameters are bucketed in reverse order (the order backward produces
   // their gradients), each bucket up to bucket_bytes (at least one parameter).
+  // grad_dtype: the buckets' dtype (default: each parameter's own).
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes,
-                  bool shard_optimizer = false);
+                  bool shard_optimizer = false, c10::optional<at::ScalarType> grad_dtype = c10::nullopt);
+  // One replica: gradients accumulate in grad_dtype buckets, nothing is reduced.
+  GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes, at::ScalarType grad_dtype);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -69,6 +81,12 @@ class GradientReducer {
   // and which parameter each comes from. Empty otherwise.
   const std::vector<at::Tensor>& owned_parameters() const { return owned_; }
   const std::vector<size_t>& owned_parameter_source() const { return owned_source_; }
+  // Where each stretch starts in its parameter (elements, row-major).
+  const std::vector<int64_t>& owned_parameter_offset() const { return owned_offset_; }
+  // Parameter p's gradient in its bucket (the bucket's dtype): after
+  // finish(), the one the update reads (sharded: only this rank's blocks
+  // hold the average).
+  const at::Tensor& grad_view(size_t parameter) const { return grad_views_.at(parameter); }
   // Sharded: after the owned stretches were updated, every rank's parameters
   // again hold the whole update (collective; a no-op when not sharded).
   void gather_parameters();
@@ -84,6 +102,8 @@ class GradientReducer {
   void mark_ready(size_t parameter);
 
  private:
+  GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm, int64_t bucket_bytes,
+                  bool shard_optimizer, c10::optional<at::ScalarType> grad_dtype);
   struct Bucket {
     at::Tensor buffer;
     at::Tensor parameters_buffer;  // sharded: the parameters' data, laid out like buffer
@@ -96,16 +116,19 @@ class GradientReducer {
   };
   void launch_in_order();
   // Makes the parameter's gradient its bucket view again: copies a fresh
-  // gradient in, or zeroes the view when there is none.
+  // gradient in, or zeroes the view when there is none. A gradient of
+  // another dtype than the bucket's is added in (copied for the step's
+  // first) and dropped instead.
   void adopt_gradient(size_t parameter);
   // Sharded: moves each parameter's data into its bucket's parameters_buffer
   // and records the stretches of this rank's blocks.
   void shard(const std::vector<std::vector<size_t>>& groups);
-  // A zeroed flat bucket (collective over comm_: a shared buffer on the host).
+  // A zeroed flat bucket (collective over comm_: a shared buffer on the host
+  // when there is a communicator).
   at::Tensor bucket_storage(int64_t elements, const at::TensorOptions& options);
 
   std::vector<at::Tensor> parameters_;
-  ccl::Communicator& comm_;
+  ccl::Communicator* comm_;  // null: one replica
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
   std::vector<at::Tensor> grad_views_;  // each parameter's stretch of its bucket
@@ -113,6 +136,9 @@ class GradientReducer {
   std::vector<uintptr_t> hook_keys_;
   std::vector<at::Tensor> owned_;
   std::vector<size_t> owned_source_;
+  std::vector<int64_t> owned_offset_;
+  std::vector<bool> other_dtype_;     // the parameter's dtype is not its bucket's
+  std::vector<bool> view_has_step_;   // other dtype: the view holds this step's gradient
   const bool shard_optimizer_;
   size_t next_launch_ = 0;
   bool last_micro_batch_ = true;

@@ -138,8 +138,10 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(torch::Tensor tokens) {
   return reduce_from_region(out, *tp_.comm, tp_.comm_seconds);
 }
 
-torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
+torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& low_precision_logits, const torch::Tensor& targets,
                                            const TensorParallelGroup& tp) {
+  // The loss and its reductions in float32 whatever the model computes in.
+  const torch::Tensor logits = low_precision_logits.to(torch::kFloat);
   if (tp.size == 1) {
     return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
   }

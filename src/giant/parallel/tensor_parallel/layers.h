@@ -75,6 +75,7 @@ torch::Tensor shard_columns(const torch::Tensor& full, int rank, int size);
 // rank r holding entries [r V/size, (r+1) V/size)) against targets of the same
 // leading shape. Only the maximum, the target's logit and the sum of
 // exponentials are reduced over the group; full logits are never gathered.
+// Logits of any floating dtype; the loss is computed in float32.
 torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
                                            const TensorParallelGroup& tp);
 
