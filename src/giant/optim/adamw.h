@@ -34,6 +34,9 @@ class AdamW {
 
   int64_t steps_taken() const { return step_; }
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
+  // Parameter i's moments (the same shape, dtype and device as it).
+  const at::Tensor& first_moment(size_t i) const { return moments_.at(i).first; }
+  const at::Tensor& second_moment(size_t i) const { return moments_.at(i).second; }
   static bool decays(const at::Tensor& parameter) { return parameter.dim() >= 2; }
 
  private:

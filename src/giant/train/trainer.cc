@@ -341,6 +341,8 @@ Trainer::~Trainer() = default;
 
 std::vector<at::Tensor> Trainer::parameters() const { return state_->parameters; }
 std::vector<std::string> Trainer::parameter_names() const { return state_->parameter_names; }
+const optim::AdamW& Trainer::optimizer() const { return *state_->optimizer; }
+std::vector<at::Tensor> Trainer::updated_tensors() const { return state_->updated; }
 
 TrainSummary Trainer::run() {
   State& s = *state_;

@@ -18,6 +18,9 @@ class Tensor;
 namespace giant::ccl {
 class Communicator;
 }
+namespace giant::optim {
+class AdamW;
+}
 
 namespace giant::train {
 
@@ -73,6 +76,11 @@ class Trainer {
   // the order the hooks see them.
   std::vector<at::Tensor> parameters() const;
   std::vector<std::string> parameter_names() const;
+  // The optimizer, and what it updates: the parameters in fp32, or with
+  // mixed precision their fp32 masters (with a sharded optimizer, this
+  // rank's stretches of them).
+  const optim::AdamW& optimizer() const;
+  std::vector<at::Tensor> updated_tensors() const;
 
  private:
   struct State;
