@@ -42,6 +42,7 @@ struct Layout {
   int dp, tp;
   int zero = 0;
   bool clip = true;  // false: train.grad_clip=0
+  const char* precision = "fp32";
 };
 
 struct RankResult {
@@ -71,7 +72,8 @@ class LayoutTest : public ::testing::Test {
          "parallel.dp=" + std::to_string(layout.dp), "parallel.tp=" + std::to_string(layout.tp),
          "parallel.zero=" + std::to_string(layout.zero), "parallel.bucket_mb=0.01",
          std::string("train.grad_clip=") + (layout.clip ? "1" : "0"),
-         "data.path=\"" + dir_.path() + "/text.txt\"", "train.out_dir=\"" + dir_.path() + "/" + name + "\""}));
+         std::string("train.precision=") + layout.precision, "data.path=\"" + dir_.path() + "/text.txt\"",
+         "train.out_dir=\"" + dir_.path() + "/" + name + "\""}));
   }
 
   static std::vector<double> losses_of(const std::string& metrics) {
@@ -87,7 +89,8 @@ class LayoutTest : public ::testing::Test {
 
   RunResult run(Layout layout) const {
     const std::string name =
-        "dp" + std::to_string(layout.dp) + "tp" + std::to_string(layout.tp) + "zero" + std::to_string(layout.zero);
+        "dp" + std::to_string(layout.dp) + "tp" + std::to_string(layout.tp) + "zero" + std::to_string(layout.zero) +
+        layout.precision;
     const int world_size = layout.dp * layout.tp;
     RunResult result;
     result.ranks.resize(world_size);
@@ -213,6 +216,58 @@ TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
       }
     }
     if (layout.zero == 0) unsharded.emplace(std::make_tuple(layout.dp, layout.tp, layout.clip), result);
+  }
+}
+
+// The same in bf16 against the single bf16 process, looser: each layout
+// rounds to bf16 at other points (a tp rank's partial products before their
+// sum, a dp rank's half batch before the fp32 average), and bf16 keeps 8
+// significant bits (relative rounding error up to 2^-9 = 2e-3 per element).
+// Measured here: gradients within 4.9e-3 after one step (tp; dp alone is
+// exact, its micro-batch gradients summing in fp32), losses within 2.7e-4
+// over 20 steps. Bounds: 2e-2 for gradients (about ten roundings'
+// worth), 1e-2 for losses, as the issue asks. Replicated parameters are
+// still bitwise equal on every rank: the update runs on the same fp32
+// masters and gradients, and rounds them the same way.
+TEST_F(LayoutTest, Bf16LayoutsReproduceTheSingleBf16Process) {
+  torch::set_num_threads(1);
+  const RunResult single = run({1, 1, 0, true, "bf16"});
+  ASSERT_EQ(single.losses.size(), 20u);
+  EXPECT_LT(single.losses.back(), single.losses.front());
+  const RankResult& reference = single.ranks[0];
+  for (Layout layout : {Layout{2, 1, 0, true, "bf16"}, Layout{1, 2, 0, true, "bf16"}, Layout{2, 2, 0, true, "bf16"},
+                        Layout{2, 2, 1, true, "bf16"}}) {
+    SCOPED_TRACE("bf16 dp " + std::to_string(layout.dp) + " tp " + std::to_string(layout.tp) + " zero " +
+                 std::to_string(layout.zero));
+    const RunResult result = run(layout);
+    ASSERT_EQ(result.losses.size(), single.losses.size());
+    double worst_loss = 0, worst_grad = 0;
+    for (size_t step = 0; step < single.losses.size(); ++step) {
+      const double error = std::abs(result.losses[step] - single.losses[step]) / single.losses[step];
+      EXPECT_LE(error, 1e-2) << step;
+      worst_loss = std::max(worst_loss, error);
+    }
+    for (const RankResult& rank : result.ranks) {
+      if (layout.zero == 1) break;  // its ranks hold the average of their own blocks only
+      for (const auto& [name, grad] : rank.first_grads) {
+        const torch::Tensor expected = expected_shard(name, reference.first_grads.at(name), rank.tp_rank, layout.tp);
+        ASSERT_EQ(grad.sizes(), expected.sizes()) << name;
+        const double error = relative_error(grad.to(torch::kFloat), expected.to(torch::kFloat));
+        worst_grad = std::max(worst_grad, error);
+        EXPECT_LE(error, 2e-2) << name << " on dp " << rank.dp_rank << " tp " << rank.tp_rank;
+      }
+    }
+    std::printf("bf16 layout dp=%d tp=%d zero=%d: worst gradient relative error %.2e, worst loss relative error %.2e\n",
+                layout.dp, layout.tp, layout.zero, worst_grad, worst_loss);
+    for (const RankResult& rank : result.ranks) {
+      for (const auto& [name, value] : rank.final_params) {
+        EXPECT_EQ(value.scalar_type(), torch::kBFloat16) << name;
+        const bool shard = parallel::is_tensor_parallel_shard(name);
+        const RankResult& other = result.ranks[shard ? rank.tp_rank : 0];
+        EXPECT_TRUE(torch::equal(value, other.final_params.at(name)))
+            << name << " differs between ranks (dp " << rank.dp_rank << ", tp " << rank.tp_rank << ")";
+      }
+    }
   }
 }
 
