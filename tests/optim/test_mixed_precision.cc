@@ -52,6 +52,25 @@ TEST(MasterWeights, StartFromTheExactInitialValues) {
   EXPECT_THROW(MasterWeights({compute}, {torch::zeros({3})}, {torch::zeros({2})}), std::exception);
 }
 
+// step(lr, grad_scale) is step(lr) on gradients multiplied by grad_scale,
+// on the fused float32 path and on the tensor-op path (bf16 gradients).
+TEST(AdamW, GradScaleIsAppliedInsideTheUpdate) {
+  for (auto grad_dtype : {torch::kFloat, torch::kBFloat16}) {
+    torch::manual_seed(3);
+    const torch::Tensor initial = torch::randn({5, 7}), grad = torch::randn({5, 7}).to(grad_dtype);
+    torch::Tensor scaled = initial.clone().set_requires_grad(true), plain = initial.clone().set_requires_grad(true);
+    scaled.mutable_grad() = grad.clone();
+    plain.mutable_grad() = (grad.to(torch::kFloat) * 0.125).to(grad_dtype);
+    AdamW a({scaled}, {}), b({plain}, {});
+    for (int i = 0; i < 3; ++i) {
+      a.step(1e-2, 0.125);
+      b.step(1e-2);
+    }
+    EXPECT_TRUE(torch::allclose(scaled, plain, 1e-6, 1e-7)) << grad_dtype;
+    EXPECT_TRUE(torch::equal(scaled.grad(), grad)) << "the gradient itself is left as it is";
+  }
+}
+
 TEST(LossScaler, HalvesAfterHysteresisAndGrowsAfterTheWindow) {
   LossScaler scaler({65536, /*window=*/3, /*hysteresis=*/2, /*min_scale=*/1});
   EXPECT_EQ(scaler.scale(), 65536);

@@ -13,13 +13,14 @@ namespace {
 
 struct Coefficients {
   float beta1, beta2, eps, step_size, inv_sqrt_bc2, keep;  // keep: 1 - lr * decay
+  float grad_scale;
 };
 
 void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const Coefficients& c) {
   at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
     const float one_minus_beta1 = 1.0f - c.beta1, one_minus_beta2 = 1.0f - c.beta2;
     for (int64_t i = begin; i < end; ++i) {
-      const float grad = g[i];
+      const float grad = g[i] * c.grad_scale;
       const float first = c.beta1 * m[i] + one_minus_beta1 * grad;
       const float second = c.beta2 * v[i] + one_minus_beta2 * grad * grad;
       m[i] = first;
@@ -60,7 +61,7 @@ void AdamW::zero_grad() {
   }
 }
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr, double grad_scale) {
   at::NoGradGuard no_grad;
   ++step_;
   for (size_t i = 0; i < parameters_.size(); ++i) {
@@ -69,12 +70,12 @@ void AdamW::step(double lr) {
       continue;
     }
     const double decay = decay_[i] ? options_.weight_decay : 0.0;
-    update(parameters_[i], grad, moments_[i], lr, decay);
+    update(parameters_[i], grad, moments_[i], lr, decay, grad_scale);
   }
 }
 
-void AdamW::update(at::Tensor& parameter, const at::Tensor& grad, Moments& moments, double lr,
-                   double decay) const {
+void AdamW::update(at::Tensor& parameter, const at::Tensor& grad, Moments& moments, double lr, double decay,
+                   double grad_scale) const {
   const double bc1 = 1.0 - std::pow(options_.beta1, static_cast<double>(step_));
   const double bc2 = 1.0 - std::pow(options_.beta2, static_cast<double>(step_));
   const double step_size = lr / bc1;
@@ -83,16 +84,17 @@ void AdamW::update(at::Tensor& parameter, const at::Tensor& grad, Moments& momen
     const Coefficients c{static_cast<float>(options_.beta1), static_cast<float>(options_.beta2),
                          static_cast<float>(options_.eps),   static_cast<float>(step_size),
                          static_cast<float>(1.0 / std::sqrt(bc2)),
-                         static_cast<float>(1.0 - lr * decay)};
+                         static_cast<float>(1.0 - lr * decay), static_cast<float>(grad_scale)};
     fused_update(parameter.data_ptr<float>(), grad.data_ptr<float>(),
                  moments.first.data_ptr<float>(), moments.second.data_ptr<float>(),
                  parameter.numel(), c);
     return;
   }
   // The same update as tensor ops, for any device and dtype.
+  const at::Tensor scaled = grad_scale == 1.0 ? grad : grad * grad_scale;
   parameter.mul_(1.0 - lr * decay);
-  moments.first.mul_(options_.beta1).add_(grad, 1.0 - options_.beta1);
-  moments.second.mul_(options_.beta2).addcmul_(grad, grad, 1.0 - options_.beta2);
+  moments.first.mul_(options_.beta1).add_(scaled, 1.0 - options_.beta1);
+  moments.second.mul_(options_.beta2).addcmul_(scaled, scaled, 1.0 - options_.beta2);
   at::Tensor denom = (moments.second.sqrt() / std::sqrt(bc2)).add_(options_.eps);
   parameter.addcdiv_(moments.first, denom, -step_size);
 }

@@ -27,8 +27,10 @@ class AdamW {
   // optimizer, which are flat, take their parameter's decays()).
   AdamW(std::vector<at::Tensor> parameters, std::vector<bool> decay, AdamWOptions options);
 
-  // One update at learning rate `lr` of every parameter that has a gradient.
-  void step(double lr);
+  // One update at learning rate `lr` of every parameter that has a gradient,
+  // the gradients read multiplied by grad_scale (unscaling and clipping in
+  // the same pass; the gradients themselves are left as they are).
+  void step(double lr, double grad_scale = 1.0);
   // Drops every gradient (the next backward allocates fresh ones).
   void zero_grad();
 
@@ -43,8 +45,8 @@ class AdamW {
   struct Moments {
     at::Tensor first, second;
   };
-  void update(at::Tensor& parameter, const at::Tensor& grad, Moments& moments, double lr,
-              double decay) const;
+  void update(at::Tensor& parameter, const at::Tensor& grad, Moments& moments, double lr, double decay,
+              double grad_scale) const;
 
   std::vector<at::Tensor> parameters_;
   std::vector<bool> decay_;

@@ -49,16 +49,13 @@ double clip_coefficient(double norm, double max_norm) {
   return max_norm > 0.0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
-void scale_grads(const std::vector<at::Tensor>& parameters, double factor) {
+void clip_grads_to_norm(const std::vector<at::Tensor>& parameters, double norm, double max_norm) {
+  const double factor = clip_coefficient(norm, max_norm);
   if (factor == 1.0) return;
   for (const auto& p : parameters) {
     at::Tensor grad = p.grad();
     if (grad.defined()) grad.mul_(factor);
   }
-}
-
-void clip_grads_to_norm(const std::vector<at::Tensor>& parameters, double norm, double max_norm) {
-  scale_grads(parameters, clip_coefficient(norm, max_norm));
 }
 
 }  // namespace giant::optim

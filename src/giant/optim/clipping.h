@@ -30,10 +30,9 @@ double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::ve
 // The factor clipping multiplies the gradients by: max_norm / norm when
 // norm > max_norm, else 1 (always 1 when max_norm <= 0).
 double clip_coefficient(double norm, double max_norm);
-// Multiplies every gradient by `factor` (no-op for 1).
-void scale_grads(const std::vector<at::Tensor>& parameters, double factor);
-// scale_grads by clip_coefficient. `norm` is global_grad_norm's result, so
-// it can be combined across ranks before clipping.
+// Multiplies every gradient by clip_coefficient (or AdamW::step takes it as
+// its grad_scale). `norm` is global_grad_norm's result, so it can be
+// combined across ranks before clipping.
 void clip_grads_to_norm(const std::vector<at::Tensor>& parameters, double norm, double max_norm);
 
 }  // namespace giant::optim

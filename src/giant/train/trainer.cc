@@ -443,9 +443,8 @@ TrainSummary Trainer::run() {
       if (s.loss_scaler) s.loss_scaler->update(overflowed);
       if (overflowed) ++loss_scale_skips;
       if (applied) {
-        // Unscaling and clipping in one pass.
-        optim::scale_grads(s.updated, optim::clip_coefficient(grad_norm, t.grad_clip) / loss_scale);
-        s.optimizer->step(lr);
+        // Unscaling and clipping inside the update's own pass over the gradients.
+        s.optimizer->step(lr, optim::clip_coefficient(grad_norm, t.grad_clip) / loss_scale);
         if (s.masters) s.masters->copy_to_compute();
         if (sharded) s.reducer->gather_parameters_async();  // waited for by the next forward
       }
