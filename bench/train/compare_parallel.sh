@@ -12,17 +12,22 @@
 #   pytorch_ddp      bench/train/pytorch_ddp.py, DDP over gloo, 2 x 1 thread, batch 8 per rank,
 #                    on the heap settings giant train uses (peer_malloc in common.sh)
 #   tp2              giant launch --nproc 2, parallel.tp=2, 1 thread each, batch 8
+#   dp2_fp32, tp2_fp32  dp2 and tp2 in fp32 whatever --precision says (with
+#                    --precision bf16: the same layouts before mixed precision)
+# Every giant run computes in --precision (fp32 by default; bf16: mixed
+# precision, and pytorch_ddp then runs under CPU autocast bf16, --bf16).
 # R repetitions, the order of the configurations rotating by one each
 # repetition; each run reports its median over its steady steps (the first
 # step is not counted); then the median of the R medians per configuration.
 #
 # usage: bench/train/compare_parallel.sh [BUILD_DIR] [--reps 5] [--steps 20]
-#            [--configs "single dp2 dp2_zero0 two_independent pytorch_ddp tp2"]
+#            [--precision fp32|bf16] [--configs "single dp2 dp2_zero0 two_independent pytorch_ddp tp2"]
 # Lines: `bench=train_parallel config=C rep=R tokens_per_s=.. step_s=.. comm_wait_s=..`
 # per run, `bench=train_parallel config=C median ...` per configuration, and last
 # `summary dp2_step_over_two_independent=.. dp2_step_over_two_independent_paired=..
 # dp2_step_over_slower_independent_paired=.. dp2_tokens_over_pytorch_ddp=..
-# (the same four for dp2_zero0) tp2_tokens_over_single=..` (NA where a
+# (the same four for dp2_zero0) tp2_tokens_over_single=.. dp2_tokens_over_dp2_fp32=..
+# tp2_tokens_over_tp2_fp32=..` (NA where a
 # configuration was not run); _paired is the median over repetitions of the
 # ratio within each one;
 # dp2_step_over_slower_independent_paired compares dp2 with the slower of the two
@@ -38,13 +43,15 @@ build_dir=build
 reps=5
 steps=20
 configs="single dp2 dp2_zero0 two_independent pytorch_ddp tp2"
+precision=fp32
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
 while [[ $# -gt 0 ]]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    --precision) precision=$2; shift 2 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "compare_parallel.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,11 +59,12 @@ done
 if ! [[ $steps =~ ^[0-9]+$ ]] || (( steps < 2 )); then
   echo "compare_parallel.sh: --steps must be at least 2 (the first is not measured), got '$steps'" >&2; exit 2
 fi
+case $precision in fp32|bf16) ;; *) echo "compare_parallel.sh: --precision must be fp32 or bf16, got '$precision'" >&2; exit 2 ;; esac
 read -r -a config_list <<< "$configs"
 for c in "${config_list[@]}"; do
-  case $c in single|dp2|dp2_zero0|two_independent|pytorch_ddp|tp2) ;;
+  case $c in single|dp2|dp2_zero0|two_independent|pytorch_ddp|tp2|dp2_fp32|tp2_fp32) ;;
     *) echo "compare_parallel.sh: --configs: unknown configuration '$c'" \
-            "(known: single dp2 dp2_zero0 two_independent pytorch_ddp tp2)" >&2; exit 2 ;;
+            "(known: single dp2 dp2_zero0 two_independent pytorch_ddp tp2 dp2_fp32 tp2_fp32)" >&2; exit 2 ;;
   esac
 done
 (( ${#config_list[@]} > 0 )) || { echo "compare_parallel.sh: --configs is empty" >&2; exit 2; }
@@ -69,14 +77,17 @@ tmp=$(mktemp -d /tmp/giant-parallel-XXXXXX)
 
 common=(--set model.layers=4 --set model.hidden=256 --set model.heads=4 --set model.seq_len=128
         --set model.vocab=256 --set train.threads=1 --set train.steps="$steps"
-        --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0)
+        --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0
+        --set train.precision="$precision")
 single_flags=(--set train.global_batch=8 --set train.micro_batch=8)
 dp2_flags=(--set parallel.dp=2 --set train.global_batch=16 --set train.micro_batch=8)
 dp2_zero0_flags=("${dp2_flags[@]}" --set parallel.zero=0)
 tp2_flags=(--set parallel.tp=2 --set train.global_batch=8 --set train.micro_batch=8)
+fp32_flags=(--set train.precision=fp32)  # after common's: the last --set wins
 launch=("$giant" launch --nproc 2 --)
 ddp=("${peer_malloc[@]}" "$python" bench/train/pytorch_ddp.py --nproc 2 --threads 1 --batch 8 --layers 4 --hidden 256
      --heads 4 --seq-len 128 --vocab 256 --steps "$steps" --warmup 1 --data "$data")
+[[ $precision == fp32 ]] || ddp+=(--bf16)
 out_flag() { printf '%s' "train.out_dir=\"$tmp/$1\""; }  # a TOML string
 
 background=()  # the concurrent runs of two_independent, stopped if the script stops early
@@ -110,6 +121,8 @@ run_single() { run_giant single "$giant" train "${common[@]}" "${single_flags[@]
 run_dp2() { run_giant dp2 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}"; }
 run_dp2_zero0() { run_giant dp2_zero0 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_zero0_flags[@]}"; }
 run_tp2() { run_giant tp2 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}"; }
+run_dp2_fp32() { run_giant dp2_fp32 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}" "${fp32_flags[@]}"; }
+run_tp2_fp32() { run_giant tp2_fp32 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}" "${fp32_flags[@]}"; }
 run_two_independent() {
   local i
   background=()
@@ -151,11 +164,13 @@ commands=(
   "dp2_zero0: ${launch[*]} $giant train ${common[*]} ${dp2_zero0_flags[*]} --set $(out_flag dp2_zero0)"
   "two_independent: 2 concurrent x $giant train ${common[*]} ${single_flags[*]} --set $(out_flag "independent\$i"), i = 0, 1"
   "pytorch_ddp: ${ddp[*]}"
-  "tp2: ${launch[*]} $giant train ${common[*]} ${tp2_flags[*]} --set $(out_flag tp2)")
+  "tp2: ${launch[*]} $giant train ${common[*]} ${tp2_flags[*]} --set $(out_flag tp2)"
+  "dp2_fp32: ${launch[*]} $giant train ${common[*]} ${dp2_flags[*]} ${fp32_flags[*]} --set $(out_flag dp2_fp32)"
+  "tp2_fp32: ${launch[*]} $giant train ${common[*]} ${tp2_flags[*]} ${fp32_flags[*]} --set $(out_flag tp2_fp32)")
 for c in "${config_list[@]}"; do
   for line in "${commands[@]}"; do if [[ $line == "$c: "* ]]; then echo "# $line"; fi; done
 done
-echo "# reps=$reps steps=$steps configs=\"${config_list[*]}\" (order rotates each repetition)"
+echo "# reps=$reps steps=$steps precision=$precision configs=\"${config_list[*]}\" (order rotates each repetition)"
 
 declare -A all_tokens all_step all_comm rep_step paired_ratios slower_ratios
 dp_variants="dp2 dp2_zero0"
@@ -180,7 +195,7 @@ for ((rep = 0; rep < reps; ++rep)); do
 done
 
 declare -A med_tokens med_step med_comm
-for c in single dp2 dp2_zero0 two_independent pytorch_ddp tp2; do med_tokens[$c]=NA med_step[$c]=NA med_comm[$c]=NA; done
+for c in single dp2 dp2_zero0 two_independent pytorch_ddp tp2 dp2_fp32 tp2_fp32; do med_tokens[$c]=NA med_step[$c]=NA med_comm[$c]=NA; done
 printf '%-16s %14s %10s %12s\n' config tokens_per_s step_s comm_wait_s
 for c in "${config_list[@]}"; do
   med_tokens[$c]=$(tr ' ' '\n' <<< "${all_tokens[$c]}" | grep . | median)
@@ -205,4 +220,6 @@ for d in $dp_variants; do
 done
 echo "summary ${summary[*]}" \
      "tp2_tokens_over_single=$(ratio "${med_tokens[tp2]}" "${med_tokens[single]}")" \
-     "reps=$reps steps=$steps"
+     "dp2_tokens_over_dp2_fp32=$(ratio "${med_tokens[dp2]}" "${med_tokens[dp2_fp32]}")" \
+     "tp2_tokens_over_tp2_fp32=$(ratio "${med_tokens[tp2]}" "${med_tokens[tp2_fp32]}")" \
+     "precision=$precision reps=$reps steps=$steps"

@@ -123,7 +123,8 @@ def train(rank, args):
         start = time.perf_counter()
         inputs, targets = batches.next()
         optimizer.zero_grad(set_to_none=True)
-        loss = ddp(inputs, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):  # --bf16: pytorch_gpt.py's
+            loss = ddp(inputs, targets)
         loss.backward()
         backward_end = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -149,6 +149,37 @@ TEST(Precision, Bf16ComputesInBf16AndTheOptimizerOwnsFp32) {
   }
 }
 
+// The short version of bench/train/convergence.sh: a small model trained
+// 120 steps with the same seed in bf16 reaches fp32's validation loss within
+// 3% (measured: 0.3%; the benchmark's 300 steps of the default model hold
+// it to 2%).
+TEST(Precision, Bf16ConvergesLikeFp32) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; text.size() < 40000; ++i) {
+    text += "And the " + std::to_string(i * 7 % 17) + " said unto " + std::to_string(i * 5 % 11) + ". ";
+  }
+  const std::string data = dir.file("text.txt", text);
+  auto val_loss = [&](const char* precision) {
+    std::ostringstream out;
+    return Trainer(run_config_from(keys_with({"model.layers=2", "model.hidden=64", "model.heads=2",
+                                              "model.seq_len=32", "train.global_batch=8", "train.micro_batch=8",
+                                              "train.steps=120", "train.warmup_steps=10", "train.eval_every=0",
+                                              "train.eval_batches=4", "train.sample_tokens=0", "train.threads=1",
+                                              std::string("train.precision=") + precision,
+                                              "data.path=\"" + data + "\"",
+                                              "train.out_dir=\"" + dir.path() + "/" + precision + "\""})),
+                   "", out, false)
+        .run()
+        .val_loss;
+  };
+  const double fp32 = val_loss("fp32"), bf16 = val_loss("bf16");
+  std::printf("validation loss after 120 steps: fp32 %.4f, bf16 %.4f (%.2f%%)\n", fp32, bf16,
+              100.0 * (bf16 / fp32 - 1.0));
+  EXPECT_LT(fp32, 2.5);  // it learned something
+  EXPECT_LE(std::abs(bf16 / fp32 - 1.0), 0.03);
+}
+
 struct RankRun {
   TrainSummary summary;
   std::vector<torch::Tensor> at_step_2, at_step_4, final_params;  // before those steps' updates

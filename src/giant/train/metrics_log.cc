@@ -70,6 +70,8 @@ void MetricsLog::summary(const TrainSummary& s) {
   record["steps"] = s.steps;
   record["skipped_steps"] = s.skipped_steps;
   record["val_loss"] = number(s.val_loss);
+  record["first_loss"] = number(s.first_loss);
+  record["last_loss"] = number(s.last_loss);
   record["tokens_per_s_median"] = number(s.tokens_per_s_median);
   record["mfu_median"] = number(s.mfu_median);
   record["step_s_median"] = number(s.step_s_median);
