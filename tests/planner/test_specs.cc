@@ -107,6 +107,99 @@ TEST(Toml, CalibratedDeviceKeys) {
   EXPECT_NE(error_of([&] { parse_cluster_toml(bad); }).find("device.elementwise_gbytes_per_s"), std::string::npos);
 }
 
+// A calibrated CPU file: fp32 in [device], bf16 in its own table.
+const char kPerPrecisionFile[] =
+    "hosts=1\ndevices_per_host=2\n[device]\ntype=\"cpu\"\nmemory_gib=8\nmemory_gbytes_per_s=12\ndtype_bytes=4\n"
+    "peak_tflops=0.03\ngemm_efficiency=1\ngemm_half_dim=40\nelementwise_gbytes_per_s=4\n"
+    "[device.bf16]\npeak_tflops=0.3\ngemm_half_dim=60\nelementwise_gbytes_per_s=3\n"
+    "[intra_host]\ntransport=\"tcp\"\nbandwidth_gbytes_per_s=2\n";
+
+TEST(Toml, PerPrecisionRatesRoundTrip) {
+  const ClusterSpec c = parse_cluster_toml(kPerPrecisionFile);
+  EXPECT_EQ(c.device.default_precision(), Precision::fp32);
+  ASSERT_EQ(c.device.precision_rates.count(Precision::bf16), 1u);
+  EXPECT_EQ(c.device.precision_rates.size(), 1u);
+  const PrecisionRates& bf16 = c.device.precision_rates.at(Precision::bf16);
+  EXPECT_DOUBLE_EQ(bf16.peak_flops, 0.3e12);
+  EXPECT_DOUBLE_EQ(bf16.gemm_half_dim, 60);
+  EXPECT_DOUBLE_EQ(bf16.elementwise_bytes_per_s, 3e9);
+  EXPECT_DOUBLE_EQ(bf16.gemm_efficiency, 0);  // left out: the [device] one
+  const std::string written = cluster_to_toml(c);
+  EXPECT_NE(written.find("[device.bf16]"), std::string::npos) << written;
+  const ClusterSpec back = parse_cluster_toml(written);
+  ASSERT_EQ(back.device.precision_rates.count(Precision::bf16), 1u);
+  const PrecisionRates& again = back.device.precision_rates.at(Precision::bf16);
+  EXPECT_NEAR(again.peak_flops, bf16.peak_flops, 1);
+  EXPECT_DOUBLE_EQ(again.gemm_half_dim, bf16.gemm_half_dim);
+  EXPECT_NEAR(again.elementwise_bytes_per_s, bf16.elementwise_bytes_per_s, 1);
+  EXPECT_DOUBLE_EQ(again.gemm_efficiency, 0);
+  EXPECT_DOUBLE_EQ(back.device.peak_flops, 0.03e12);
+  EXPECT_DOUBLE_EQ(back.device.dtype_bytes, 4);
+
+  // Computing in bf16: the table's rates, the [device] ones it leaves out,
+  // 2-byte elements; in fp32 the [device] rates.
+  const DeviceSpec in_bf16 = back.device.in_precision(Precision::bf16);
+  EXPECT_DOUBLE_EQ(in_bf16.peak_flops, 0.3e12);
+  EXPECT_DOUBLE_EQ(in_bf16.gemm_efficiency, 1);
+  EXPECT_DOUBLE_EQ(in_bf16.element_bytes(), 2);
+  EXPECT_NEAR(in_bf16.elementwise_bandwidth(), 3e9, 1);
+  EXPECT_TRUE(in_bf16.precision_rates.empty());
+  const DeviceSpec in_fp32 = back.device.in_precision(Precision::fp32);
+  EXPECT_DOUBLE_EQ(in_fp32.peak_flops, 0.03e12);
+  EXPECT_DOUBLE_EQ(in_fp32.element_bytes(), 4);
+  // fp16 was not measured: the [device] (fp32) rates, with 2-byte elements.
+  EXPECT_TRUE(back.device.has_rates_for(Precision::bf16));
+  EXPECT_TRUE(back.device.has_rates_for(Precision::fp32));
+  EXPECT_FALSE(back.device.has_rates_for(Precision::fp16));
+  EXPECT_DOUBLE_EQ(back.device.in_precision(Precision::fp16).peak_flops, 0.03e12);
+  EXPECT_DOUBLE_EQ(back.device.in_precision(Precision::fp16).element_bytes(), 2);
+}
+
+TEST(Toml, FilesWithoutPerPrecisionTablesStillLoad) {
+  // A cluster file as giant plan --calibrate wrote it before it knew dtypes.
+  const ClusterSpec old = parse_cluster_toml(
+      "hosts=1\ndevices_per_host=2\n[device]\ntype=\"cpu\"\npeak_tflops=0.08\nmemory_gib=8\n"
+      "memory_gbytes_per_s=12\ngemm_efficiency=1\ngemm_half_dim=30\nelementwise_gbytes_per_s=6.5\ndtype_bytes=4\n"
+      "[intra_host]\ntransport=\"tcp\"\nbandwidth_gbytes_per_s=2\n");
+  EXPECT_TRUE(old.device.precision_rates.empty());
+  EXPECT_EQ(old.device.default_precision(), Precision::fp32);
+  EXPECT_FALSE(old.device.has_rates_for(Precision::bf16));
+  EXPECT_EQ(cluster_to_toml(old).find("[device."), std::string::npos);
+  // A GPU preset: its [device] rates are 16-bit, an fp32 table the data sheet's.
+  const ClusterSpec a100 = cluster_preset("a100-40g-rdma");
+  EXPECT_EQ(a100.device.default_precision(), Precision::bf16);
+  EXPECT_TRUE(a100.device.has_rates_for(Precision::fp16));
+  EXPECT_DOUBLE_EQ(a100.device.in_precision(Precision::bf16).peak_flops, 312e12);
+  EXPECT_DOUBLE_EQ(a100.device.in_precision(Precision::fp32).peak_flops, 19.5e12);
+  EXPECT_DOUBLE_EQ(cluster_preset("v100-tcp").device.in_precision(Precision::fp32).peak_flops, 15.7e12);
+  const ClusterSpec back = parse_cluster_toml(cluster_to_toml(a100));
+  EXPECT_NEAR(back.device.precision_rates.at(Precision::fp32).peak_flops, 19.5e12, 1);
+}
+
+TEST(Toml, BadPerPrecisionKeysNameThemselves) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kPerPrecisionFile;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {"[device.bf16]\npeak_tflops=-1", "device.bf16.peak_tflops"},
+      {"[device.bf16]\npeak_tflops=\"fast\"", "device.bf16.peak_tflops"},
+      {"[device.bf16]\npeak_tflops=0.3\ngemm_efficiency=2", "device.bf16.gemm_efficiency"},
+      {"[device.bf16]\npeak_tflops=0.3\nspeed=3", "device.bf16.speed"},
+      {"[device.bf16]\npeak_tflops=0.3\nmemory_gib=3", "device.bf16.memory_gib"},
+      {"[device.fp8]\npeak_tflops=0.3", "device.fp8"},
+  };
+  for (const auto& [replacement, key] : cases) {
+    const std::string text = with("[device.bf16]\npeak_tflops=0.3", replacement);
+    const std::string what = error_of([&] { parse_cluster_toml(text); });
+    EXPECT_NE(what.find(key), std::string::npos) << replacement << " -> " << what;
+  }
+  EXPECT_NE(error_of([] { parse_cluster_toml(std::string(kPerPrecisionFile) + "\n[device.fp8]\npeak_tflops=1\n"); })
+                .find("[device.bf16]"),
+            std::string::npos);  // the error lists the tables there are
+}
+
 TEST(LayoutText, ParseAndValidate) {
   const LayoutFilter f = parse_layout_filter("tp=4,pp=4,dp=2,mb=2,schedule=interleaved,v=2,zero=1,recompute=full,sp=1,placement=dp<tp<pp");
   EXPECT_EQ(*f.tp, 4);

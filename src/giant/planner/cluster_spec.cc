@@ -52,6 +52,31 @@ double DeviceSpec::usable_memory() const {
   return memory_bytes - reserved;
 }
 
+Precision DeviceSpec::default_precision() const {
+  return element_bytes() == precision_bytes(Precision::fp32) ? Precision::fp32 : Precision::bf16;
+}
+
+bool DeviceSpec::has_rates_for(Precision precision) const {
+  return precision_rates.count(precision) > 0 || precision_bytes(precision) == element_bytes();
+}
+
+DeviceSpec DeviceSpec::in_precision(Precision precision) const {
+  DeviceSpec d = *this;
+  d.precision_rates.clear();
+  d.dtype_bytes = precision_bytes(precision);
+  const auto table = precision_rates.find(precision);
+  if (table == precision_rates.end()) return d;
+  const PrecisionRates& r = table->second;
+  auto take = [](double& field, double value) {
+    if (value > 0) field = value;
+  };
+  take(d.peak_flops, r.peak_flops);
+  take(d.gemm_efficiency, r.gemm_efficiency);
+  take(d.gemm_half_dim, r.gemm_half_dim);
+  take(d.elementwise_bytes_per_s, r.elementwise_bytes_per_s);
+  return d;
+}
+
 void ClusterSpec::validate() const {
   auto positive = [](double v, const std::string& key) {
     if (!(v > 0)) throw ConfigError(key, "must be positive, got " + std::to_string(v));
@@ -65,14 +90,24 @@ void ClusterSpec::validate() const {
   if (hosts > 1) positive(inter_host.bandwidth_bytes_per_s, "inter_host.bandwidth_gbytes_per_s");
   if (device.usable_memory() <= 0)
     throw ConfigError("device.reserved_gib", "leaves no usable memory on the device");
-  if (device.elementwise_bytes_per_s < 0)
-    throw ConfigError("device.elementwise_gbytes_per_s", "must not be negative, got " +
-                                                         std::to_string(device.elementwise_bytes_per_s));
-  if (device.dtype_bytes != 0 && device.dtype_bytes != 1 && device.dtype_bytes != 2 && device.dtype_bytes != 4 &&
-      device.dtype_bytes != 8)
-    throw ConfigError("device.dtype_bytes", "must be 1, 2, 4 or 8, got " + std::to_string(device.dtype_bytes));
-  if (device.gemm_efficiency < 0 || device.gemm_efficiency > 1)
-    throw ConfigError("device.gemm_efficiency", "must be in (0, 1], got " + std::to_string(device.gemm_efficiency));
+  auto not_negative = [](double v, const std::string& key) {
+    if (v < 0) throw ConfigError(key, "must not be negative, got " + std::to_string(v));
+  };
+  auto efficiency = [](double v, const std::string& key) {
+    if (v < 0 || v > 1) throw ConfigError(key, "must be in (0, 1], got " + std::to_string(v));
+  };
+  not_negative(device.elementwise_bytes_per_s, "device.elementwise_gbytes_per_s");
+  if (device.dtype_bytes != 0 && device.dtype_bytes != 2 && device.dtype_bytes != 4)
+    throw ConfigError("device.dtype_bytes",
+                      "must be 2 (bf16, fp16) or 4 (fp32), got " + std::to_string(device.dtype_bytes));
+  efficiency(device.gemm_efficiency, "device.gemm_efficiency");
+  for (const auto& [precision, r] : device.precision_rates) {
+    const std::string table = std::string("device.") + precision_name(precision) + ".";
+    not_negative(r.peak_flops, table + "peak_tflops");
+    efficiency(r.gemm_efficiency, table + "gemm_efficiency");
+    not_negative(r.gemm_half_dim, table + "gemm_half_dim");
+    not_negative(r.elementwise_bytes_per_s, table + "elementwise_gbytes_per_s");
+  }
 }
 
 ClusterSpec ClusterSpec::resolved() const {
@@ -87,8 +122,16 @@ ClusterSpec ClusterSpec::resolved() const {
 
 namespace {
 
+// Data-sheet fp32 rates without tensor cores (PyTorch runs fp32 matrix
+// products without TF32 by default since 1.12): A100 19.5, V100 15.7 TFLOP/s.
+std::map<Precision, PrecisionRates> fp32_rates(double peak_tflops) {
+  PrecisionRates r;
+  r.peak_flops = peak_tflops * 1e12;
+  return {{Precision::fp32, r}};
+}
+
 DeviceSpec a100(double memory_gib, double memory_gbytes_per_s) {
-  return DeviceSpec{"A100", 312e12, memory_gib * kGiB, memory_gbytes_per_s * kGB, 0, 0, 0, 0, 0};
+  return DeviceSpec{"A100", 312e12, memory_gib * kGiB, memory_gbytes_per_s * kGB, 0, 0, 0, 0, 0, fp32_rates(19.5)};
 }
 
 LinkSpec link(Transport transport, double gbytes_per_s, double latency_us) {
@@ -120,7 +163,7 @@ ClusterSpec cluster_preset(const std::string& name) {
   // NVSwitch A100: 12 NVLink3 x 25 GB/s = 300 GB/s per direction; V100 SXM2:
   // 6 NVLink2 x 25 GB/s = 150 GB/s. HBM: A100-80GB 2039 GB/s, A100-40GB
   // 1555 GB/s, V100 900 GB/s. Inter-host figures are per host.
-  const DeviceSpec v100{"V100", 125e12, 32 * kGiB, 900 * kGB, 0, 0, 0, 0, 0};
+  const DeviceSpec v100{"V100", 125e12, 32 * kGiB, 900 * kGB, 0, 0, 0, 0, 0, fp32_rates(15.7)};
   if (name == "a100-80g-ib")
     return make(name, a100(80, 2039), link(Transport::nvlink, 300, kNvlinkLatencyUs),
                 link(Transport::rdma, 8 * 200 / 8.0, kRdmaLatencyUs));

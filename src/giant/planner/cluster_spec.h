@@ -3,8 +3,11 @@
 // hardware specification; `efficiency` turns them into what ccl achieves.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
+
+#include "giant/base/precision.h"
 
 namespace giant::planner {
 
@@ -32,9 +35,18 @@ struct LinkSpec {
 };
 double default_link_efficiency(Transport transport);
 
+// What a device reaches computing in one dtype (a [device.bf16] table of a
+// cluster file). 0 = the [device] figure.
+struct PrecisionRates {
+  double peak_flops = 0;
+  double gemm_efficiency = 0;
+  double gemm_half_dim = 0;
+  double elementwise_bytes_per_s = 0;
+};
+
 struct DeviceSpec {
   std::string type;           // "A100", "V100", "T4", "cpu"; picks the default constants
-  double peak_flops = 0;      // 16-bit dense peak
+  double peak_flops = 0;      // dense peak in the [device] dtype (dtype_bytes): 16-bit for GPUs
   double memory_bytes = 0;
   double memory_bandwidth_bytes_per_s = 0;
   double reserved_bytes = 0;  // context, allocator slack; 0 = default (see usable_memory)
@@ -51,16 +63,28 @@ struct DeviceSpec {
   // them. Calibrated files give this and the rates above for one device
   // while every device of the host works (what training does).
   double elementwise_bytes_per_s = 0;
-  // Bytes of an activation, weight or gradient element in training: 0 = 2
-  // (fp16/bf16 mixed precision, the published runs); 4 for float32, as Giant
-  // trains on CPUs. Activation traffic and communication volumes scale with it.
+  // Element size of the dtype the rates above are for: 0 = 2 (16-bit, as
+  // the published runs and the GPU presets); 4 for fp32, as `--calibrate`
+  // measures them. A plan computes in this dtype unless asked for another.
   double dtype_bytes = 0;
+  // Rates in other dtypes (or this one, overriding): a run computing in one
+  // of them uses its table, each figure left at 0 falling back to the one above.
+  std::map<Precision, PrecisionRates> precision_rates;
 
   double usable_memory() const;
   double elementwise_bandwidth() const {
     return elementwise_bytes_per_s > 0 ? elementwise_bytes_per_s : memory_bandwidth_bytes_per_s;
   }
   double element_bytes() const { return dtype_bytes > 0 ? dtype_bytes : 2; }
+  // The dtype of the [device] rates: fp32 for 4-byte elements, else bf16.
+  Precision default_precision() const;
+  // Whether the rates of `precision` are known: its own table, or the
+  // [device] rates are of a dtype its size (bf16 and fp16 run alike on GPUs).
+  bool has_rates_for(Precision precision) const;
+  // This device computing in `precision`: its table's rates over the
+  // [device] ones, elements of its size, no tables. Without a table (and
+  // has_rates_for false) the [device] rates with the precision's element size.
+  DeviceSpec in_precision(Precision precision) const;
 };
 
 struct ClusterSpec {
@@ -81,6 +105,8 @@ struct ClusterSpec {
 // 8 x A100-80GB NVSwitch + 8 x 200 Gb/s InfiniBand ("a100-80g-ib"),
 // 8 x V100-32GB at 100 Gb/s ("v100-tcp", "v100-rdma"),
 // 8 x A100-40GB at 800 Gb/s ("a100-40g-tcp", "a100-40g-rdma"); 4 hosts each.
+// Their [device] peak is the 16-bit tensor-core rate; an fp32 table has the
+// data sheet's fp32 rate.
 std::vector<std::string> cluster_preset_names();
 ClusterSpec cluster_preset(const std::string& name);  // throws ConfigError
 

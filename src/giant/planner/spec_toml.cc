@@ -121,6 +121,57 @@ void write_link(std::ostream& out, const std::string& table, const LinkSpec& lin
   if (link.efficiency > 0) out << "efficiency = " << number_text(link.efficiency) << "  # achieved busbw / line rate\n";
 }
 
+// [device]: the rates of its dtype (dtype_bytes), and a table per other
+// precision ([device.bf16] ...) with the same rate keys.
+void read_precision_rates(TableReader& r, double& peak_flops, double& gemm_efficiency, double& gemm_half_dim,
+                          double& elementwise_bytes_per_s) {
+  r.number("peak_tflops", peak_flops, 1e12);
+  r.number("gemm_efficiency", gemm_efficiency);
+  r.number("gemm_half_dim", gemm_half_dim);
+  r.number("elementwise_gbytes_per_s", elementwise_bytes_per_s, kGB);
+}
+
+void read_device(const toml::table& table, DeviceSpec& device) {
+  std::set<std::string> precision_tables;
+  for (const auto& [key, value] : table) {
+    const std::string name(key.str());
+    if (!value.is_table()) continue;
+    if (!parse_precision(name))
+      throw ConfigError("device." + name, "unknown table (rates per precision: [device.fp32], [device.bf16], "
+                                          "[device.fp16])");
+    precision_tables.insert(name);
+  }
+  TableReader d(&table, "device", precision_tables);
+  d.string("type", device.type);
+  read_precision_rates(d, device.peak_flops, device.gemm_efficiency, device.gemm_half_dim,
+                       device.elementwise_bytes_per_s);
+  d.number("memory_gib", device.memory_bytes, kGiB);
+  d.number("memory_gbytes_per_s", device.memory_bandwidth_bytes_per_s, kGB);
+  d.number("reserved_gib", device.reserved_bytes, kGiB);
+  d.number("dtype_bytes", device.dtype_bytes);
+  d.finish();
+  for (const std::string& name : precision_tables) {
+    PrecisionRates rates;
+    TableReader r(table[name].as_table(), "device." + name);
+    read_precision_rates(r, rates.peak_flops, rates.gemm_efficiency, rates.gemm_half_dim,
+                         rates.elementwise_bytes_per_s);
+    r.finish();
+    device.precision_rates[*parse_precision(name)] = rates;
+  }
+}
+
+void write_peak(std::ostream& out, double peak_flops, const char* note) {
+  if (peak_flops > 0) out << "peak_tflops = " << number_text(peak_flops / 1e12) << note << "\n";
+}
+
+void write_rate_constants(std::ostream& out, const PrecisionRates& r) {
+  if (r.gemm_efficiency > 0) out << "gemm_efficiency = " << number_text(r.gemm_efficiency) << "\n";
+  if (r.gemm_half_dim > 0) out << "gemm_half_dim = " << number_text(r.gemm_half_dim) << "\n";
+  if (r.elementwise_bytes_per_s > 0)
+    out << "elementwise_gbytes_per_s = " << number_text(r.elementwise_bytes_per_s / kGB)
+        << "  # norms, softmax, GeLU, adds: bytes read + written per second\n";
+}
+
 }  // namespace
 
 ModelSpec parse_model_toml(const std::string& text, const std::string& source) {
@@ -182,17 +233,7 @@ ClusterSpec parse_cluster_toml(const std::string& text, const std::string& sourc
   top.integer("devices_per_host", c.devices_per_host);
   top.finish();
   if (!root["device"].is_table()) throw ConfigError(source, "has no [device] table");
-  TableReader d(root["device"].as_table(), "device");
-  d.string("type", c.device.type);
-  d.number("peak_tflops", c.device.peak_flops, 1e12);
-  d.number("memory_gib", c.device.memory_bytes, kGiB);
-  d.number("memory_gbytes_per_s", c.device.memory_bandwidth_bytes_per_s, kGB);
-  d.number("reserved_gib", c.device.reserved_bytes, kGiB);
-  d.number("gemm_efficiency", c.device.gemm_efficiency);
-  d.number("gemm_half_dim", c.device.gemm_half_dim);
-  d.number("elementwise_gbytes_per_s", c.device.elementwise_bytes_per_s, kGB);
-  d.number("dtype_bytes", c.device.dtype_bytes);
-  d.finish();
+  read_device(*root["device"].as_table(), c.device);
   for (const char* table : {"intra_host", "inter_host"}) {
     if (!root[table]) continue;
     if (!root[table].is_table()) throw ConfigError(table, "expected a table");
@@ -210,19 +251,22 @@ ClusterSpec load_cluster_toml(const std::string& path) {
 std::string cluster_to_toml(const ClusterSpec& c) {
   std::ostringstream out;
   out << "name = \"" << c.name << "\"\nhosts = " << c.hosts << "\ndevices_per_host = " << c.devices_per_host << "\n";
-  out << "\n[device]\ntype = \"" << c.device.type << "\"\n";
-  out << "peak_tflops = " << number_text(c.device.peak_flops / 1e12)
-      << (c.device.element_bytes() == 2 ? "  # 16-bit dense\n" : "  # dense, in the training dtype\n");
-  out << "memory_gib = " << number_text(c.device.memory_bytes / kGiB) << "\n";
-  out << "memory_gbytes_per_s = " << number_text(c.device.memory_bandwidth_bytes_per_s / kGB) << "\n";
-  if (c.device.reserved_bytes > 0) out << "reserved_gib = " << number_text(c.device.reserved_bytes / kGiB) << "\n";
-  if (c.device.gemm_efficiency > 0) out << "gemm_efficiency = " << number_text(c.device.gemm_efficiency) << "\n";
-  if (c.device.gemm_half_dim > 0) out << "gemm_half_dim = " << number_text(c.device.gemm_half_dim) << "\n";
-  if (c.device.elementwise_bytes_per_s > 0)
-    out << "elementwise_gbytes_per_s = " << number_text(c.device.elementwise_bytes_per_s / kGB)
-        << "  # norms, softmax, GeLU, adds: bytes read + written per second\n";
-  if (c.device.dtype_bytes > 0)
-    out << "dtype_bytes = " << number_text(c.device.dtype_bytes) << "  # per training element (2 = fp16/bf16)\n";
+  const DeviceSpec& d = c.device;
+  out << "\n[device]\ntype = \"" << d.type << "\"\n";
+  write_peak(out, d.peak_flops, d.element_bytes() == 2 ? "  # 16-bit dense" : "  # dense, fp32");
+  out << "memory_gib = " << number_text(d.memory_bytes / kGiB) << "\n";
+  out << "memory_gbytes_per_s = " << number_text(d.memory_bandwidth_bytes_per_s / kGB) << "\n";
+  if (d.reserved_bytes > 0) out << "reserved_gib = " << number_text(d.reserved_bytes / kGiB) << "\n";
+  write_rate_constants(out, {d.peak_flops, d.gemm_efficiency, d.gemm_half_dim, d.elementwise_bytes_per_s});
+  if (d.dtype_bytes > 0)
+    out << "dtype_bytes = " << number_text(d.dtype_bytes) << "  # the [device] rates are "
+        << precision_name(d.default_precision()) << " (2 = bf16/fp16)\n";
+  for (const auto& [precision, r] : d.precision_rates) {
+    out << "\n[device." << precision_name(precision) << "]  # computing in " << precision_name(precision)
+        << "; keys left out are the [device] ones\n";
+    write_peak(out, r.peak_flops, "  # dense");
+    write_rate_constants(out, r);
+  }
   write_link(out, "intra_host", c.intra_host, "per device and direction");
   write_link(out, "inter_host", c.inter_host, "per host and direction");
   return out.str();
