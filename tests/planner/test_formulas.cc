@@ -46,20 +46,37 @@ TEST(ModelFormulas, FlopsMatchNarayananFormula) {
   EXPECT_DOUBLE_EQ(model_flops_per_iteration(m, false), 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h)));
 }
 
+constexpr RunPrecision kHalf{Precision::fp16, Precision::fp16};    // the published runs
+constexpr RunPrecision kMixed{Precision::bf16, Precision::fp32};   // giant train's bf16 default
+constexpr RunPrecision kFloat{Precision::fp32, Precision::fp32};
+
 TEST(MemoryFormulas, ModelStatesPerZeroStage) {
-  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(0, 8), 16);
-  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(1, 4), 4 + 3);
-  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(2, 7), 2 + 2);
-  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(3, 16), 1);
+  // 16-bit weights and gradients, fp32 master and moments (Rajbhandari 2020).
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(0, 8, kHalf), 16);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(1, 4, kHalf), 4 + 3);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(2, 7, kHalf), 2 + 2);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(3, 16, kHalf), 1);
+  // bf16 compute copy 2, fp32 gradient 4, fp32 master 4 and moments 8.
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(0, 8, kMixed), 2 + 4 + 4 + 8);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(1, 4, kMixed), 2 + 4 + 12 / 4.0);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(2, 4, kMixed), 2 + 16 / 4.0);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(3, 2, kMixed), 18 / 2.0);
+  // fp32: the weights are the master copy; ZeRO-1 shards the moments only.
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(0, 8, kFloat), 4 + 4 + 8);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(1, 4, kFloat), 4 + 4 + 8 / 4.0);
+  EXPECT_DOUBLE_EQ(model_state_bytes_per_parameter(3, 4, kFloat), 16 / 4.0);
 }
 
 TEST(MemoryFormulas, ActivationsPerRecomputationChoice) {
   ModelSpec m = small_model();  // s b h = 4*1*8 = 32; 5 a s / h = 5*2*4/8 = 5
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 1, false, Recompute::none), 32 * (34 + 5));
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, false, Recompute::none), 32 * (10 + 12 + 2.5));
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, true, Recompute::none), 32 * (17 + 2.5));
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, true, Recompute::selective), 32 * 17);
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 2, 2, false, Recompute::full), 2 * 64);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 1, false, Recompute::none, 2), 32 * (34 + 5));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, false, Recompute::none, 2), 32 * (10 + 12 + 2.5));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, true, Recompute::none, 2), 32 * (17 + 2.5));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 2, true, Recompute::selective, 2), 32 * 17);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 2, 2, false, Recompute::full, 2), 2 * 64);
+  // fp32 activations: twice the 16-bit bytes.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 1, 1, false, Recompute::none, 4), 2 * 32 * (34 + 5));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, 2, 2, false, Recompute::full, 4), 4 * 64);
 }
 
 TEST(MemoryFormulas, MicroBatchesInFlight) {
@@ -80,11 +97,21 @@ TEST(MemoryFormulas, MicroBatchesInFlight) {
 TEST(MemoryFormulas, PerDeviceWithoutPipeline) {
   const ModelSpec m = small_model();
   Layout l;  // everything 1, mb 1, zero 0
-  const MemoryBreakdown mem = memory_per_device(m, l);
+  const MemoryBreakdown mem = memory_per_device(m, l, kHalf);
   EXPECT_DOUBLE_EQ(mem.parameters, 1904);
   EXPECT_DOUBLE_EQ(mem.model_states, 1904 * 16);
   EXPECT_DOUBLE_EQ(mem.activations, 2 * 32 * 39);
   EXPECT_DOUBLE_EQ(mem.logits, 4 * 16 * 6);
+  // bf16 with fp32 gradients: 18 bytes a parameter, 16-bit activations.
+  const MemoryBreakdown mixed = memory_per_device(m, l, kMixed);
+  EXPECT_DOUBLE_EQ(mixed.model_states, 1904 * 18);
+  EXPECT_DOUBLE_EQ(mixed.activations, 2 * 32 * 39);
+  EXPECT_DOUBLE_EQ(mixed.logits, 4 * 16 * 6);
+  // fp32: 16 bytes a parameter, activations twice, logits 4 + 4 bytes.
+  const MemoryBreakdown fp32 = memory_per_device(m, l, kFloat);
+  EXPECT_DOUBLE_EQ(fp32.model_states, 1904 * 16);
+  EXPECT_DOUBLE_EQ(fp32.activations, 2 * 2 * 32 * 39);
+  EXPECT_DOUBLE_EQ(fp32.logits, 4 * 16 * 8);
 }
 
 DeviceSpec unit_device() {
@@ -104,7 +131,14 @@ TEST(ComputeFormulas, GemmRateCurve) {
   EXPECT_DOUBLE_EQ(gemm_flops_per_s(d, 10, 20, 40), 50 / 2.75);
   EXPECT_DOUBLE_EQ(gemm_seconds(d, 10, 20, 40, 3), 3 * 2 * 8000 / (50 / 2.75));
   EXPECT_NEAR(gemm_flops_per_s(d, 1e12, 1e12, 1e12), 50, 1e-6);
-  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10), 28);
+}
+
+TEST(ComputeFormulas, OptimizerStreamsTheFp32StateAndTheGradient) {
+  const DeviceSpec d = unit_device();  // 10 B/s
+  // Weight (or master), two moments read and written 24; gradient 2; compute copy written 2.
+  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10, kHalf), 28);
+  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10, kMixed), 24 + 4 + 2);
+  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10, kFloat), 24 + 4);
 }
 
 TEST(ComputeFormulas, BackwardIsTwiceForwardPlusRecomputation) {
@@ -121,7 +155,7 @@ TEST(ComputeFormulas, BackwardIsTwiceForwardPlusRecomputation) {
   EXPECT_GT(selective.backward_s, plain.backward_s);
   EXPECT_LT(selective.backward_s, full.backward_s);
   // Elementwise part: 2 x activation bytes / bandwidth.
-  const double ew = 2 * layer_activation_bytes(m, 1, 1, false, Recompute::none) / 10;
+  const double ew = 2 * layer_activation_bytes(m, 1, 1, false, Recompute::none, 2) / 10;
   EXPECT_NEAR(plain.forward_s - plain.forward_gemm_s, ew, 1e-9);
 }
 
@@ -152,7 +186,7 @@ TEST(ComputeFormulas, ElementwiseAtTheCalibratedRateInTheTrainingDtype) {
   EXPECT_DOUBLE_EQ(embedding.backward_s, 256);
   EXPECT_DOUBLE_EQ(embedding.forward_gemm_s, 0);
   // The optimizer streams at memory bandwidth, not the elementwise rate.
-  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10), 28);
+  EXPECT_DOUBLE_EQ(optimizer_seconds(d, 10, kFloat), 28);
   // Uncalibrated (GPU presets): the elementwise rate is the memory
   // bandwidth and elements are 2 bytes: loss 4 x 16 x 6 x 2 / 10, norm 2 x 32 x 2 / 10.
   const DeviceSpec plain = unit_device();
@@ -184,6 +218,107 @@ TEST(CostFormulas, TensorParallelCollectivesCountTheEmbeddingAndTheLogitInput) {
   c.device.dtype_bytes = 2;
   const Estimate half = estimate_layout(m, c.resolved(), l);
   EXPECT_NEAR(half.time.tp_comm_s, 10 * allreduce_seconds(128 * 2, tp) + 3 * loss, 1e-15);
+}
+
+// Two CPU devices as `giant plan --calibrate` describes them: fp32 rates
+// in [device], bf16 GEMMs 10x as fast in [device.bf16].
+ClusterSpec calibrated_cpu_pair() {
+  ClusterSpec c;
+  c.name = "calibrated";
+  c.hosts = 1;
+  c.devices_per_host = 2;
+  c.device.type = "cpu";
+  c.device.peak_flops = 30e9;
+  c.device.memory_bytes = 64e9;
+  c.device.memory_bandwidth_bytes_per_s = 10e9;
+  c.device.gemm_efficiency = 1;
+  c.device.gemm_half_dim = 40;
+  c.device.elementwise_bytes_per_s = 4e9;
+  c.device.dtype_bytes = 4;
+  PrecisionRates bf16;
+  bf16.peak_flops = 300e9;
+  bf16.gemm_efficiency = 1;
+  bf16.gemm_half_dim = 60;
+  bf16.elementwise_bytes_per_s = 3e9;
+  c.device.precision_rates[Precision::bf16] = bf16;
+  c.intra_host = LinkSpec{Transport::tcp, 2e9, 2e-5, 1};
+  c.inter_host = c.intra_host;
+  c.validate();
+  return c.resolved();
+}
+
+ModelSpec bench_model() {  // bench/train's GPT: 4 layers, hidden 256, sequence 128, batch 16
+  ModelSpec m;
+  m.name = "bench";
+  m.layers = 4;
+  m.hidden = 256;
+  m.heads = 4;
+  m.seq_len = 128;
+  m.vocab = 512;
+  m.global_batch = 16;
+  return m;
+}
+
+TEST(CostFormulas, TheRunsPrecisionPicksTheRatesAndTheBytes) {
+  const ClusterSpec c = calibrated_cpu_pair();
+  const ModelSpec m = bench_model();
+  Layout l;
+  l.dp = 2;
+  l.micro_batch = 8;
+  CostOptions options;
+  options.precision = kFloat;
+  const Estimate fp32 = estimate_layout(m, c, l, options);
+  options.precision = kMixed;
+  const Estimate bf16 = estimate_layout(m, c, l, options);
+  EXPECT_EQ(bf16.precision.compute, Precision::bf16);
+  EXPECT_EQ(bf16.precision.gradients, Precision::fp32);
+  EXPECT_LT(bf16.time.step_s, fp32.time.step_s);
+  EXPECT_LT(bf16.time.compute_s, fp32.time.compute_s / 3);
+  // MFU against the peak of the dtype computed in.
+  EXPECT_NEAR(fp32.mfu, fp32.model_tflops_per_device * 1e12 / 30e9, 1e-12);
+  EXPECT_NEAR(bf16.mfu, bf16.model_tflops_per_device * 1e12 / 300e9, 1e-12);
+  // Each layer's GEMMs at the dtype's curve, its elementwise work in 2-byte
+  // elements at the bf16 elementwise rate.
+  const DeviceSpec device = c.device.in_precision(Precision::bf16);
+  const LayerTimes layer = layer_compute_times(m, device, l);
+  EXPECT_NEAR(layer.forward_s - layer.forward_gemm_s,
+              2 * layer_activation_bytes(m, 8, 1, false, Recompute::none, 2) / 3e9, 1e-12);
+  EXPECT_NEAR(layer.forward_gemm_s, gemm_seconds(device, 8 * 128, 3 * 256, 256) + gemm_seconds(device, 8 * 128, 256, 256) +
+                                        gemm_seconds(device, 8 * 128, 1024, 256) + gemm_seconds(device, 8 * 128, 256, 1024) +
+                                        gemm_seconds(device, 128, 128, 64, 8 * 4) + gemm_seconds(device, 128, 64, 128, 8 * 4),
+              1e-12);
+  // The gradients are reduced in their dtype: fp32 in both runs, bf16 halves them.
+  const GroupLink dp = group_link(c, l, Axis::dp);
+  EXPECT_NEAR(fp32.time.dp_comm_s, allreduce_seconds(fp32.memory.parameters * 4, dp), 1e-12);
+  EXPECT_NEAR(bf16.time.dp_comm_s, fp32.time.dp_comm_s, 1e-12);
+  options.precision = RunPrecision{Precision::bf16, Precision::bf16};
+  const Estimate half = estimate_layout(m, c, l, options);
+  EXPECT_NEAR(half.time.dp_comm_s, allreduce_seconds(half.memory.parameters * 2, dp), 1e-12);
+  // Memory: fp32 activations are twice bf16's; model states 16 and 18 bytes a parameter.
+  EXPECT_NEAR(fp32.memory.activations, 2 * bf16.memory.activations, 1e-6);
+  EXPECT_DOUBLE_EQ(fp32.memory.model_states, 16 * fp32.memory.parameters);
+  EXPECT_DOUBLE_EQ(bf16.memory.model_states, 18 * bf16.memory.parameters);
+  // Nothing asked for: the dtype of the [device] rates (fp32 here) throughout.
+  const Estimate plain = estimate_layout(m, c, l);
+  EXPECT_EQ(plain.precision.compute, Precision::fp32);
+  EXPECT_DOUBLE_EQ(plain.time.step_s, fp32.time.step_s);
+}
+
+TEST(CostFormulas, ZeroOneGathersTheComputeCopy) {
+  const ClusterSpec c = calibrated_cpu_pair();
+  const ModelSpec m = bench_model();
+  Layout l;
+  l.dp = 2;
+  l.micro_batch = 8;
+  l.zero = 1;
+  CostOptions options;
+  options.precision = kMixed;
+  const Estimate e = estimate_layout(m, c, l, options);
+  // Reduce-scatter of fp32 gradients, allgather of bf16 weights: a ring
+  // allreduce's traffic at 3 bytes an element.
+  EXPECT_NEAR(e.time.dp_comm_s, allreduce_seconds(e.memory.parameters * 3, group_link(c, l, Axis::dp)), 1e-12);
+  // The optimizer updates half the parameters at 30 bytes each.
+  EXPECT_NEAR(e.time.optimizer_s, e.memory.parameters / 2 * 30 / 10e9, 1e-15);
 }
 
 TEST(CommFormulas, AlphaBetaOfRingAndHalvingDoubling) {

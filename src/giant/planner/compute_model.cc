@@ -20,10 +20,9 @@ namespace {
 
 // Each activation a layer keeps is written once and read once by its
 // elementwise kernels (norms, softmax, dropout, GeLU, residuals); backward
-// moves twice that. The activation formula counts 2-byte elements; other
-// training dtypes scale it.
+// moves twice that.
 double elementwise_seconds(const ModelSpec& m, const DeviceSpec& d, const Layout& l, Recompute kept) {
-  return 2 * layer_activation_bytes(m, l.micro_batch, l.tp, l.sequence_parallel, kept) * (d.element_bytes() / 2) /
+  return 2 * layer_activation_bytes(m, l.micro_batch, l.tp, l.sequence_parallel, kept, d.element_bytes()) /
          d.elementwise_bandwidth();
 }
 
@@ -74,8 +73,9 @@ LayerTimes embedding_compute_times(const ModelSpec& m, const DeviceSpec& d, cons
   return times;
 }
 
-double optimizer_seconds(const DeviceSpec& d, double parameters_updated) {
-  return parameters_updated * 28 / d.memory_bandwidth_bytes_per_s;
+double optimizer_seconds(const DeviceSpec& d, double parameters_updated, const RunPrecision& precision) {
+  const double bytes = 24 + precision.gradient_bytes() + (precision.keeps_master_weights() ? precision.compute_bytes() : 0);
+  return parameters_updated * bytes / d.memory_bandwidth_bytes_per_s;
 }
 
 }  // namespace giant::planner

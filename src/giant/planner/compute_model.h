@@ -6,6 +6,7 @@
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/layout.h"
 #include "giant/planner/model_spec.h"
+#include "giant/planner/run_precision.h"
 
 namespace giant::planner {
 
@@ -17,7 +18,8 @@ double gemm_flops_per_s(const DeviceSpec& device, double m, double n, double k);
 double gemm_seconds(const DeviceSpec& device, double m, double n, double k, double batch = 1);
 
 // One transformer layer on one device for one micro-batch of b sequences,
-// split tp ways. Backward includes recomputation.
+// split tp ways. Backward includes recomputation. `device` computes in the
+// run's precision (DeviceSpec::in_precision): its rates and element size.
 struct LayerTimes {
   double forward_s = 0;
   double backward_s = 0;
@@ -35,10 +37,12 @@ LayerTimes logit_compute_times(const ModelSpec& model, const DeviceSpec& device,
 // into the table and the position rows) moves twice that.
 LayerTimes embedding_compute_times(const ModelSpec& model, const DeviceSpec& device, const Layout& layout);
 
-// Adam over the device's shard of fp32 master weights and moments: it reads
-// the fp16 gradient and 12 bytes of state and writes 12 + 2, 28 bytes a
-// parameter at memory bandwidth (streaming: the state outgrows caches). In
-// float32 it reads weight, gradient and moments and writes three: 28 again.
-double optimizer_seconds(const DeviceSpec& device, double parameters_updated);
+// Adam over the device's shard, at memory bandwidth (streaming: the state
+// outgrows caches): it reads and writes the fp32 weight (the master copy
+// under mixed precision) and two fp32 moments, 24 bytes, reads the gradient
+// in its dtype, and under mixed precision writes the new compute copy. fp16
+// with fp16 gradients: 24 + 2 + 2 = 28 bytes a parameter; bf16 with fp32
+// gradients 30; fp32 24 + 4 = 28.
+double optimizer_seconds(const DeviceSpec& device, double parameters_updated, const RunPrecision& precision);
 
 }  // namespace giant::planner

@@ -19,11 +19,14 @@ constexpr double kBucketParameters = 40e6;
 }  // namespace
 
 Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const CostOptions& options) {
-  const DeviceSpec& device = c.device;
-  const double element_bytes = device.element_bytes();  // activations, weights and gradients
+  const RunPrecision precision = resolve_precision(options.precision, c.device);
+  const DeviceSpec device = c.device.in_precision(precision.compute);
+  const double element_bytes = precision.compute_bytes();    // activations and the weights' compute copy
+  const double gradient_bytes = precision.gradient_bytes();  // what data parallelism reduces
   Estimate e;
   e.layout = l;
-  e.memory = memory_per_device(m, l);
+  e.precision = precision;
+  e.memory = memory_per_device(m, l, precision);
   e.usable_memory_bytes = device.usable_memory();
   e.fits = e.memory.total() <= e.usable_memory_bytes;
 
@@ -53,10 +56,11 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   // compute of the same micro-batch.
   // One collective per layer, so the ring's latency counts per layer.
   const double layer_weight_bytes = layer_parameters(m) / l.tp * element_bytes;
+  const double layer_gradient_bytes = layer_parameters(m) / l.tp * gradient_bytes;
   const double zero3_forward = l.zero == 3 ? layers_per_chunk * allgather_seconds(layer_weight_bytes, dp_link) : 0;
   const double zero3_backward =
       l.zero == 3 ? layers_per_chunk * (allgather_seconds(layer_weight_bytes, dp_link) +
-                                        reduce_scatter_seconds(layer_weight_bytes, dp_link))
+                                        reduce_scatter_seconds(layer_gradient_bytes, dp_link))
                   : 0;
 
   PipelineInput pipe;
@@ -123,11 +127,12 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   double after_pipeline = 0;
 
   // Gradient sync of the device's parameters over dp, overlapped with the
-  // last backward pass of the device; ZeRO-1/2 reduce-scatter and allgather
-  // move the same bytes as an allreduce.
-  const double gradient_bytes = e.memory.parameters * element_bytes;
+  // last backward pass of the device. ZeRO-1/2 reduce-scatter the gradients
+  // and allgather the updated compute copy: a ring moves what an allreduce
+  // of elements of their mean size moves (the same bytes when both dtypes are one).
+  const double sync_element_bytes = l.zero == 0 ? gradient_bytes : (gradient_bytes + element_bytes) / 2;
   if (l.dp > 1 && l.zero < 3) {
-    const double sync = allreduce_seconds(gradient_bytes, dp_link);
+    const double sync = allreduce_seconds(e.memory.parameters * sync_element_bytes, dp_link);
     const double buckets = std::max(1.0, std::floor(e.memory.parameters / kBucketParameters));
     double last_backward = 0;
     for (int chunk = 0; chunk < v; ++chunk) last_backward += pipe.backward_s[chunk * p];
@@ -137,10 +142,10 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   if (p > 1) {
     GroupLink tie = pp_link;
     tie.size = 2;
-    after_pipeline += allreduce_seconds(double(m.vocab) * m.hidden / l.tp * element_bytes, tie);
+    after_pipeline += allreduce_seconds(double(m.vocab) * m.hidden / l.tp * gradient_bytes, tie);
   }
   e.time.dp_comm_s = micro_batches * zero3_exposed_per_micro + after_pipeline;
-  e.time.optimizer_s = optimizer_seconds(device, e.memory.parameters / (l.zero >= 1 ? l.dp : 1));
+  e.time.optimizer_s = optimizer_seconds(device, e.memory.parameters / (l.zero >= 1 ? l.dp : 1), precision);
   e.time.step_s = makespan + after_pipeline + e.time.optimizer_s;
 
   e.samples_per_s = m.global_batch / e.time.step_s;

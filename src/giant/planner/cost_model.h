@@ -3,12 +3,14 @@
 // communication left after overlap with backward, and the optimizer.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/layout.h"
 #include "giant/planner/memory_model.h"
 #include "giant/planner/model_spec.h"
+#include "giant/planner/run_precision.h"
 
 namespace giant::planner {
 
@@ -24,18 +26,21 @@ struct StepBreakdown {
 
 struct Estimate {
   Layout layout;
+  RunPrecision precision;
   StepBreakdown time;
   MemoryBreakdown memory;
   double usable_memory_bytes = 0;
   bool fits = false;
   double samples_per_s = 0;
   double model_tflops_per_device = 0;  // 72-formula FLOPs (no recomputation) per second
-  double mfu = 0;                      // model_tflops_per_device / peak
+  double mfu = 0;                      // model_tflops_per_device / peak in the compute precision
   bool simulated = false;              // pipeline simulated, not the closed form
 };
 
 struct CostOptions {
   bool simulate_pipeline = true;
+  // The dtypes the run trains in; unset: the cluster's [device] dtype throughout.
+  std::optional<RunPrecision> precision;
 };
 
 // `cluster` must be resolved (ClusterSpec::resolved) and the layout valid

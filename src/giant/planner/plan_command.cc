@@ -90,6 +90,20 @@ int run_calibrate(const PlanArgs& a, std::ostream& out, const CalibrationProbes&
   return 0;
 }
 
+Precision precision_flag(const std::string& flag, const std::string& value) {
+  if (const auto p = parse_precision(value)) return *p;
+  throw ConfigError(flag, "expected fp32, bf16 or fp16, got '" + value + "'");
+}
+
+// --precision, else the dtype of the cluster's [device] rates; gradients
+// as --grad-dtype, else in the compute precision.
+RunPrecision precision_from_flags(const PlanArgs& a, const DeviceSpec& device) {
+  RunPrecision p = default_run_precision(device);
+  if (!a.precision.empty()) p.compute = p.gradients = precision_flag("--precision", a.precision);
+  if (!a.grad_dtype.empty()) p.gradients = precision_flag("--grad-dtype", a.grad_dtype);
+  return p;
+}
+
 int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
   if (a.model.empty()) throw ConfigError("--model", "is required (a preset name or a TOML file)");
   if (a.cluster.empty()) throw ConfigError("--cluster", "is required (a preset name or a TOML file)");
@@ -98,18 +112,20 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
   if (a.hosts > 0) cluster.hosts = a.hosts;
   cluster.validate();
   cluster = cluster.resolved();
+  const RunPrecision precision = precision_from_flags(a, cluster.device);
   if (a.print_specs) {
     out << model_to_toml(model) << "\n" << cluster_to_toml(cluster);
     return 0;
   }
   if (a.compare_baselines) {
-    print_plan_header(model, cluster, out);
-    print_baseline_comparison(model, cluster, out);
+    print_plan_header(model, cluster, precision, out);
+    print_baseline_comparison(model, cluster, precision, out);
     return 0;
   }
   SearchOptions options;
   options.top = a.top;
   options.max_micro_batch = a.max_micro_batch;
+  options.precision = precision;
   if (a.simulate_all) options.simulate_best = 0;
   if (!a.layout.empty()) {
     options.filter = parse_layout_filter(a.layout);
@@ -126,7 +142,7 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
     print_plans_json(model, cluster, result, out);
     return result.best.empty() ? 1 : 0;
   }
-  print_plan_header(model, cluster, out);
+  print_plan_header(model, cluster, precision, out);
   if (result.best.empty()) {
     if (result.valid_layouts == 0)
       err << "giant plan: no valid layout matches" << (a.layout.empty() ? "" : " --layout " + a.layout)
@@ -155,6 +171,12 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_option("--hosts", a.hosts, "override the cluster's host count")->check(at_least_one());
   app.add_option("--top", a.top, "plans to show (default 5)")->check(at_least_one());
   app.add_flag("--json", a.json, "print the plans as JSON");
+  app.add_option("--precision", a.precision,
+                 "fp32, bf16 or fp16: the dtype the run computes in, its rates from the cluster file "
+                 "(default: the dtype of the cluster's [device] rates)");
+  app.add_option("--grad-dtype", a.grad_dtype,
+                 "fp32, bf16 or fp16: the dtype gradients accumulate and are reduced in (default: as --precision; "
+                 "giant train's is fp32)");
   app.add_option("--layout", a.layout, "evaluate one layout, e.g. tp=4,pp=4,dp=2,mb=1,schedule=1f1b; unset parts are searched");
   app.add_option("--eval-csv", a.eval_csv, "evaluate the published layouts of a published-runs.csv file (rows that cannot be get a note)");
   app.add_flag("--report-error", a.report_error, "with --eval-csv: median errors in-sample and leaving each source out, over the rows evaluated");

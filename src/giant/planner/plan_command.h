@@ -22,6 +22,8 @@ struct PlanArgs {
   int top = 5;
   bool json = false;
   std::string layout;
+  std::string precision;   // "" = the cluster file's [device] dtype
+  std::string grad_dtype;  // "" = as precision
   std::string eval_csv;
   bool report_error = false;
   bool compare_baselines = false;

@@ -79,16 +79,23 @@ ClusterSpec with_transport(const ClusterSpec& c, Transport transport) {
 
 }  // namespace
 
-void print_plan_header(const ModelSpec& m, const ClusterSpec& c, std::ostream& out) {
+void print_plan_header(const ModelSpec& m, const ClusterSpec& c, const RunPrecision& precision, std::ostream& out) {
+  const DeviceSpec device = c.device.in_precision(precision.compute);
   out << "model " << m.name << ": " << fmt("%.2f", total_parameters(m) / 1e9) << "B parameters, layers=" << m.layers
       << " hidden=" << m.hidden << " heads=" << m.heads << " seq=" << m.seq_len << " vocab=" << m.vocab
       << " global_batch=" << m.global_batch << "\n";
   out << "cluster " << c.name << ": " << c.hosts << " hosts x " << c.devices_per_host << " " << c.device.type << " ("
-      << fmt("%.0f", c.device.peak_flops / 1e12) << " TFLOP/s, " << fmt("%.0f", c.device.memory_bytes / kGiB)
+      << fmt("%.3g", device.peak_flops / 1e12) << " " << precision_name(precision.compute) << " TFLOP/s, "
+      << fmt("%.0f", c.device.memory_bytes / kGiB)
       << " GiB), intra " << transport_name(c.intra_host.transport) << " "
       << fmt("%.1f", c.intra_host.bandwidth_bytes_per_s / 1e9) << " GB/s, inter "
       << transport_name(c.inter_host.transport) << " " << fmt("%.0f", c.inter_host.bandwidth_bytes_per_s * 8 / 1e9)
       << " Gb/s per host (efficiency " << fmt("%.3f", c.inter_host.efficiency) << ")\n";
+  out << "precision " << precision.describe() << ": activations, weights and tp/pp traffic "
+      << precision.compute_bytes() << " bytes an element, gradients " << precision.gradient_bytes() << " bytes"
+      << (precision.keeps_master_weights() ? ", fp32 master weights" : "") << "\n";
+  const std::string note = missing_rates_note(c.device, precision.compute);
+  if (!note.empty()) out << "note: " << note << "\n";
 }
 
 void print_plan_table(const std::vector<Estimate>& plans, std::ostream& out) {
@@ -115,6 +122,10 @@ void print_plans_json(const ModelSpec& m, const ClusterSpec& c, const SearchResu
   plan["model"] = m.name;
   plan["cluster"] = c.name;
   plan["devices"] = c.devices();
+  plan["precision"] = precision_name(r.precision.compute);
+  plan["grad_dtype"] = precision_name(r.precision.gradients);
+  const std::string note = missing_rates_note(c.device, r.precision.compute);
+  if (!note.empty()) plan["precision_note"] = note;
   plan["valid_layouts"] = r.valid_layouts;
   plan["fitting_layouts"] = r.fitting_layouts;
   plan["search_s"] = r.search_seconds;
@@ -168,7 +179,7 @@ std::string explain_fits_nowhere(const ModelSpec& m, const ClusterSpec& c, const
     memory_only.max_micro_batch = 1;
     double best = 1e300;
     for (const Layout& l : enumerate_layouts(m, c.devices() * factor, memory_only))
-      best = std::min(best, memory_per_device(m, l).total());
+      best = std::min(best, memory_per_device(m, l, r.precision).total());
     if (best <= usable) {
       why << " It would fit on " << c.hosts * factor << " hosts (" << fmt("%.1f", best / kGiB) << " GiB per device).";
       break;
@@ -181,7 +192,8 @@ std::string explain_fits_nowhere(const ModelSpec& m, const ClusterSpec& c, const
   return why.str();
 }
 
-void print_baseline_comparison(const ModelSpec& m, const ClusterSpec& cluster, std::ostream& out) {
+void print_baseline_comparison(const ModelSpec& m, const ClusterSpec& cluster, const RunPrecision& precision,
+                               std::ostream& out) {
   struct Candidate {
     const char* name;
     std::string layout;
@@ -202,6 +214,7 @@ void print_baseline_comparison(const ModelSpec& m, const ClusterSpec& cluster, s
     for (const Candidate& candidate : candidates) {
       SearchOptions o;
       o.top = 1;
+      o.precision = precision;
       if (!candidate.layout.empty()) o.filter = parse_layout_filter(candidate.layout);
       SearchResult r = search_layouts(m, c, o);
       if (r.best.empty()) {

@@ -9,11 +9,15 @@
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/cost_model.h"
 #include "giant/planner/model_spec.h"
+#include "giant/planner/run_precision.h"
 #include "giant/planner/search.h"
 
 namespace giant::planner {
 
-void print_plan_header(const ModelSpec& model, const ClusterSpec& cluster, std::ostream& out);
+// The model, the cluster (its rates in the run's compute precision) and the
+// precision, with a note when the cluster file has no rates for it.
+void print_plan_header(const ModelSpec& model, const ClusterSpec& cluster, const RunPrecision& precision,
+                       std::ostream& out);
 void print_plan_table(const std::vector<Estimate>& plans, std::ostream& out);
 void print_plans_json(const ModelSpec& model, const ClusterSpec& cluster, const SearchResult& result,
                       std::ostream& out);
@@ -26,6 +30,7 @@ std::string explain_fits_nowhere(const ModelSpec& model, const ClusterSpec& clus
 
 // The chosen plan beside Megatron-style tp=4 pp=4 and ZeRO-3 data
 // parallelism, each on the cluster's transport and on the other one.
-void print_baseline_comparison(const ModelSpec& model, const ClusterSpec& cluster, std::ostream& out);
+void print_baseline_comparison(const ModelSpec& model, const ClusterSpec& cluster, const RunPrecision& precision,
+                               std::ostream& out);
 
 }  // namespace giant::planner

@@ -7,7 +7,6 @@
 
 #include "giant/base/error.h"
 #include "giant/planner/plan_report.h"
-#include "giant/planner/spec_toml.h"
 
 namespace giant::planner {
 
@@ -94,17 +93,21 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
   const auto start = std::chrono::steady_clock::now();
   m.validate();
   SearchResult result;
+  result.precision = resolve_precision(o.precision, c.device);
   const double usable = c.device.usable_memory();
   std::vector<Estimate> fitting;
-  CostOptions closed_form;
+  CostOptions simulated;
+  simulated.precision = result.precision;
+  CostOptions closed_form = simulated;
   closed_form.simulate_pipeline = false;
   for_each_layout(m, c.devices(), o, [&](const Layout& l) {
     ++result.valid_layouts;
-    const MemoryBreakdown memory = memory_per_device(m, l);
+    const MemoryBreakdown memory = memory_per_device(m, l, result.precision);
     if (memory.total() > usable) {
       if (!result.least_memory || memory.total() < result.least_memory->memory.total()) {
         Estimate e;
         e.layout = l;
+        e.precision = result.precision;
         e.memory = memory;
         e.usable_memory_bytes = usable;
         result.least_memory = e;
@@ -121,7 +124,7 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
   const size_t simulate =
       o.simulate_best > 0 ? std::min(fitting.size(), static_cast<size_t>(o.simulate_best)) : fitting.size();
   fitting.resize(simulate);
-  for (Estimate& e : fitting) e = estimate_layout(m, c, e.layout);
+  for (Estimate& e : fitting) e = estimate_layout(m, c, e.layout, simulated);
   result.simulated_layouts = static_cast<int64_t>(simulate);
   std::stable_sort(fitting.begin(), fitting.end(), faster);
   // Placements that change nothing (the axes stay inside a host either way)
@@ -151,8 +154,8 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
   return result;
 }
 
-Estimate best_layout(const ModelSpec& model, const std::string& cluster_file, const SearchOptions& options) {
-  const ClusterSpec cluster = load_cluster_toml(cluster_file).resolved();
+Estimate best_layout(const ModelSpec& model, const ClusterSpec& unresolved, const SearchOptions& options) {
+  const ClusterSpec cluster = unresolved.resolved();
   SearchOptions o = options;
   o.top = 1;
   const SearchResult result = search_layouts(model, cluster, o);

@@ -11,6 +11,7 @@
 #include "giant/planner/cost_model.h"
 #include "giant/planner/layout.h"
 #include "giant/planner/model_spec.h"
+#include "giant/planner/run_precision.h"
 
 namespace giant::planner {
 
@@ -23,9 +24,12 @@ struct SearchOptions {
   // The closed form ranks every fitting layout; this many of the best are
   // then simulated step by step and ranked again. 0 simulates all (brute force).
   int simulate_best = 256;
+  // The dtypes the run trains in; unset: the cluster's [device] dtype throughout.
+  std::optional<RunPrecision> precision;
 };
 
 struct SearchResult {
+  RunPrecision precision;             // what the layouts were costed in
   std::vector<Estimate> best;         // fitting layouts, fastest first
   std::optional<Estimate> least_memory;  // over all valid layouts, fitting or not
   std::optional<Estimate> best_other_split;  // fastest with another tp x pp x dp than the winner
@@ -41,9 +45,10 @@ SearchResult search_layouts(const ModelSpec& model, const ClusterSpec& cluster, 
 // Every valid layout the search considers (for tests and brute force).
 std::vector<Layout> enumerate_layouts(const ModelSpec& model, int devices, const SearchOptions& options);
 
-// The best layout for a calibrated cluster file and a model (what
-// `parallel.auto = true` in the trainer runs). Throws giant::Error with the
+// The best layout for a cluster and a model (what `parallel.auto = true` in
+// the trainer runs, on its calibrated cluster file and in options.precision,
+// its train.precision and train.grad_dtype). Throws giant::Error with the
 // "fits nowhere" explanation when no layout fits.
-Estimate best_layout(const ModelSpec& model, const std::string& cluster_file, const SearchOptions& options = {});
+Estimate best_layout(const ModelSpec& model, const ClusterSpec& cluster, const SearchOptions& options = {});
 
 }  // namespace giant::planner

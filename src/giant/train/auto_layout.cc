@@ -4,6 +4,7 @@
 
 #include "giant/base/error.h"
 #include "giant/planner/cluster_spec.h"
+#include "giant/planner/run_precision.h"
 #include "giant/planner/search.h"
 #include "giant/planner/spec_toml.h"
 
@@ -41,9 +42,11 @@ std::string choose_layout(RunConfig& config, int world_size) {
   options.filter.recompute = planner::Recompute::none;
   options.filter.sequence_parallel = false;
   options.allow_sequence_parallel = false;
+  // train.precision is concrete here (auto is resolved before the layout is chosen).
+  options.precision = planner::RunPrecision{config.train.precision, config.train.grad_dtype};
   planner::Estimate best;
   try {
-    best = planner::best_layout(model, file, options);
+    best = planner::best_layout(model, cluster, options);
   } catch (const ConfigError&) {
     throw;
   } catch (const Error& e) {
@@ -56,12 +59,13 @@ std::string choose_layout(RunConfig& config, int world_size) {
   config.parallel.pp = 1;
   config.train.micro_batch = best.layout.micro_batch;
   config.parallel.automatic = false;
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof line,
-                "parallel.auto: dp=%d tp=%d micro_batch=%d on %s (predicted %.3f s per step, %.1f samples/s)",
-                best.layout.dp, best.layout.tp, best.layout.micro_batch, file.c_str(), best.time.step_s,
-                best.samples_per_s);
-  return line;
+                "parallel.auto: dp=%d tp=%d micro_batch=%d on %s in %s (predicted %.3f s per step, %.1f samples/s)",
+                best.layout.dp, best.layout.tp, best.layout.micro_batch, file.c_str(),
+                best.precision.describe().c_str(), best.time.step_s, best.samples_per_s);
+  const std::string note = planner::missing_rates_note(cluster.device, best.precision.compute);
+  return note.empty() ? std::string(line) : std::string(line) + "; " + note;
 }
 
 }  // namespace giant::train

@@ -1,7 +1,8 @@
 // parallel.auto: the planner picks dp, tp and the micro-batch for the ranks
 // started, on the cluster described by parallel.cluster (a file written by
 // `giant plan --calibrate`), among the layouts this trainer runs (no
-// pipeline, no ZeRO, no recomputation).
+// pipeline, the ZeRO stage parallel.zero sets, no recomputation), costed in
+// train.precision (already resolved from auto) and train.grad_dtype.
 #pragma once
 
 #include <string>
@@ -11,7 +12,8 @@
 namespace giant::train {
 
 // Sets config.parallel.dp, .tp and train.micro_batch, clears
-// parallel.automatic, and returns one line saying what was chosen and why.
+// parallel.automatic, and returns one line saying what was chosen, in which
+// precision, and why (with a note when the file has no rates for it).
 // ConfigError naming the key when it cannot (no cluster file, a cluster of
 // another size, no layout that fits).
 std::string choose_layout(RunConfig& config, int world_size);
