@@ -152,7 +152,7 @@ TEST(PlanCommand, CalibrateWithAProbeWritesAClusterFile) {
   CalibrationProbes probes;
   probes.device_type = "cpu";
   // A device whose GEMM rate is 10 GFLOP/s / (1 + 32/m + 32/n + 32/k).
-  probes.gemm_flops_per_s = [](int64_t m, int64_t n, int64_t k) {
+  probes.gemm_flops_per_s = [](Precision, int64_t m, int64_t n, int64_t k) {
     return 10e9 / (1 + 32.0 / m + 32.0 / n + 32.0 / k);
   };
   const PlanOutput r = plan({"--calibrate", "--devices", "2"}, &probes);
@@ -164,10 +164,13 @@ TEST(PlanCommand, CalibrateWithAProbeWritesAClusterFile) {
   EXPECT_NEAR(c.device.gemm_half_dim, 32, 1);
   EXPECT_GT(c.intra_host.bandwidth_bytes_per_s, 0);
   EXPECT_GT(c.inter_host.latency_s, 0);
-  // Without an elementwise probe, the built-in streaming loop; float32.
+  // Without an elementwise probe, the built-in streaming loop; without a
+  // precision probe, fp32 only.
   EXPECT_NE(r.out.find("no elementwise probe given"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# bf16: no rates written (no precision probe given"), std::string::npos) << r.out;
   EXPECT_GT(c.device.elementwise_bytes_per_s, 0);
   EXPECT_DOUBLE_EQ(c.device.dtype_bytes, 4);
+  EXPECT_TRUE(c.device.precision_rates.empty());
 }
 
 // A probe whose device is twice as slow while another device works: each
@@ -187,17 +190,17 @@ struct SharedDeviceProbe {
 TEST(PlanCommand, CalibrateWritesTheRatesWithEveryDeviceBusy) {
   SharedDeviceProbe shared;
   CalibrationProbes probes;
-  probes.gemm_flops_per_s = [&](int64_t m, int64_t n, int64_t k) {
+  probes.gemm_flops_per_s = [&](Precision, int64_t m, int64_t n, int64_t k) {
     return shared.rate(10e9 / (1 + 32.0 / m + 32.0 / n + 32.0 / k));
   };
-  probes.elementwise_bytes_per_s = [&](int64_t rows, int64_t cols) {
+  probes.elementwise_bytes_per_s = [&](Precision, int64_t rows, int64_t cols) {
     EXPECT_EQ(rows * cols, 4096 * 256);
     return shared.rate(6e9);
   };
   const PlanOutput two = plan({"--calibrate", "--devices", "2"}, &probes);
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_NE(two.out.find("gflops_busy="), std::string::npos) << two.out;
-  EXPECT_NE(two.out.find("calibrate=elementwise rows=4096 cols=256 gbytes_per_s=6 gbytes_per_s_busy=3"),
+  EXPECT_NE(two.out.find("calibrate=elementwise dtype=fp32 rows=4096 cols=256 gbytes_per_s=6 gbytes_per_s_busy=3"),
             std::string::npos)
       << two.out;
   const ClusterSpec c = parse_cluster_toml(two.out.substr(two.out.find("# written by")));
@@ -210,6 +213,110 @@ TEST(PlanCommand, CalibrateWritesTheRatesWithEveryDeviceBusy) {
   const ClusterSpec alone = parse_cluster_toml(one.out.substr(one.out.find("# written by")));
   EXPECT_NEAR(alone.device.peak_flops, 10e9, 1e6);
   EXPECT_DOUBLE_EQ(alone.device.elementwise_bytes_per_s, 6e9);
+}
+
+// A device as this machine's CPU: bf16 GEMMs 10x fp32's, bf16 elementwise
+// kernels a little slower, no fp16 kernels.
+CalibrationProbes bf16_device_probes(std::vector<Precision>* measured = nullptr) {
+  CalibrationProbes probes;
+  probes.gemm_flops_per_s = [measured](Precision p, int64_t m, int64_t n, int64_t k) {
+    EXPECT_NE(p, Precision::fp16);
+    if (measured && (measured->empty() || measured->back() != p)) measured->push_back(p);
+    return (p == Precision::bf16 ? 100e9 : 10e9) / (1 + 32.0 / m + 32.0 / n + 32.0 / k);
+  };
+  probes.elementwise_bytes_per_s = [](Precision p, int64_t, int64_t) { return p == Precision::bf16 ? 4e9 : 6e9; };
+  probes.why_unsupported = [](Precision p) -> std::string {
+    return p == Precision::fp16 ? "\"addmm_impl_cpu_\" not implemented for 'Half'" : "";
+  };
+  return probes;
+}
+
+std::string written_cluster_file(const PlanOutput& calibration, const std::string& name) {
+  const std::string path = ::testing::TempDir() + std::to_string(getpid()) + "-" + name;
+  std::ofstream(path) << calibration.out.substr(calibration.out.find("# written by"));
+  return path;
+}
+
+TEST(PlanCommand, CalibrateWritesTheRatesOfEachPrecisionTheDeviceRuns) {
+  std::vector<Precision> measured;
+  const CalibrationProbes probes = bf16_device_probes(&measured);
+  const PlanOutput r = plan({"--calibrate", "--devices", "1"}, &probes);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(measured, (std::vector<Precision>{Precision::fp32, Precision::bf16}));
+  EXPECT_NE(r.out.find("calibrate=gemm dtype=fp32 m=64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibrate=gemm dtype=bf16 m=64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibrate=gemm_fit dtype=bf16 peak_gflops=100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibrate=elementwise dtype=bf16 rows=4096 cols=256 gbytes_per_s=4"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("# fp16: no rates written (\"addmm_impl_cpu_\" not implemented for 'Half')"),
+            std::string::npos)
+      << r.out;
+  const ClusterSpec c = parse_cluster_toml(r.out.substr(r.out.find("# written by")));
+  EXPECT_EQ(c.device.default_precision(), Precision::fp32);
+  EXPECT_NEAR(c.device.peak_flops, 10e9, 1e6);
+  EXPECT_DOUBLE_EQ(c.device.elementwise_bytes_per_s, 6e9);
+  ASSERT_EQ(c.device.precision_rates.count(Precision::bf16), 1u);
+  EXPECT_EQ(c.device.precision_rates.count(Precision::fp16), 0u);
+  const PrecisionRates& bf16 = c.device.precision_rates.at(Precision::bf16);
+  EXPECT_NEAR(bf16.peak_flops, 100e9, 1e7);
+  EXPECT_NEAR(bf16.gemm_half_dim, 32, 1);
+  EXPECT_DOUBLE_EQ(bf16.elementwise_bytes_per_s, 4e9);
+}
+
+TEST(PlanCommand, PlansInThePrecisionAsked) {
+  const CalibrationProbes probes = bf16_device_probes();
+  const PlanOutput calibration = plan({"--calibrate", "--devices", "2"}, &probes);
+  ASSERT_EQ(calibration.code, 0) << calibration.err;
+  const std::string cluster = written_cluster_file(calibration, "bf16-cluster.toml");
+  // bench/train's GPT.
+  const std::string model = ::testing::TempDir() + std::to_string(getpid()) + "-bench-model.toml";
+  std::ofstream(model) << "[model]\nlayers = 4\nhidden = 256\nheads = 4\nseq_len = 128\nvocab = 512\n"
+                          "[train]\nglobal_batch = 16\n";
+  auto step_of = [&](const std::vector<std::string>& extra, std::string* out = nullptr) {
+    std::vector<std::string> args = {"--model", model, "--cluster", cluster, "--layout", "tp=1,dp=2,mb=8", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const PlanOutput r = plan(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    if (out) *out = r.out;
+    return nlohmann::json::parse(r.out);
+  };
+  std::string fp32_out;
+  const nlohmann::json fp32 = step_of({}, &fp32_out);  // the file's [device] dtype
+  const nlohmann::json bf16 = step_of({"--precision", "bf16", "--grad-dtype", "fp32"});
+  EXPECT_EQ(fp32.at("precision"), "fp32");
+  EXPECT_EQ(bf16.at("precision"), "bf16");
+  EXPECT_EQ(bf16.at("grad_dtype"), "fp32");
+  EXPECT_FALSE(bf16.contains("precision_note"));
+  const auto step = [](const nlohmann::json& j) { return j.at("plans")[0].at("step_s").get<double>(); };
+  EXPECT_LT(step(bf16), step(fp32));
+  EXPECT_LT(bf16.at("plans")[0].at("components_s").at("compute").get<double>(),
+            fp32.at("plans")[0].at("components_s").at("compute").get<double>() / 2);
+  // Gradients default to the compute precision.
+  EXPECT_EQ(step_of({"--precision", "bf16"}).at("grad_dtype"), "bf16");
+  // fp16 was not measured: the fp32 rates, and a note saying so.
+  const nlohmann::json fp16 = step_of({"--precision", "fp16"});
+  EXPECT_NE(fp16.at("precision_note").get<std::string>().find("no fp16 rates"), std::string::npos) << fp16;
+
+  // The table's header names the precision.
+  const PlanOutput table = plan({"--model", model, "--cluster", cluster, "--precision", "bf16", "--top", "1"});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("precision bf16: "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("(0.1 bf16 TFLOP/s"), std::string::npos) << table.out;
+  const PlanOutput fp16_table = plan({"--model", model, "--cluster", cluster, "--precision", "fp16", "--top", "1"});
+  EXPECT_NE(fp16_table.out.find("note: the cluster file has no fp16 rates"), std::string::npos) << fp16_table.out;
+  // A GPU preset computes in 16 bits unless asked, and in fp32 at the data sheet's rate.
+  const PlanOutput gpu = plan({"--model", "gpt-1.3b", "--cluster", "a100-40g-rdma", "--precision", "fp32", "--top", "1"});
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  EXPECT_NE(gpu.out.find("(19.5 fp32 TFLOP/s"), std::string::npos) << gpu.out;
+  EXPECT_NE(plan({"--model", "gpt-1.3b", "--cluster", "a100-40g-rdma", "--top", "1"}).out.find("precision bf16: "),
+            std::string::npos);
+
+  for (const char* flag : {"--precision", "--grad-dtype"}) {
+    const PlanOutput bad = plan({"--model", model, "--cluster", cluster, flag, "fp64"});
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("'" + std::string(flag) + "': expected fp32, bf16 or fp16, got 'fp64'"), std::string::npos)
+        << bad.err;
+  }
 }
 
 TEST(Calibrate, MeasureWhileBusyMeasuresEveryDeviceAtOnce) {

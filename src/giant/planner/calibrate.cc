@@ -212,6 +212,57 @@ double measure_blocked_matmul_flops(int64_t m, int64_t n, int64_t k, int repeats
   return 2.0 * m * n * k / median_seconds(repeats, multiply);
 }
 
+namespace {
+
+// GEMM and elementwise rates computing in `precision`: the curve fitted to
+// the GEMM shapes' busy rates, and the elementwise kernels' busy rate.
+PrecisionRates measure_compute_rates(const CalibrationProbes& probes, const CalibrationOptions& o,
+                                     Precision precision, int busy, std::ostream& log) {
+  const char* dtype = precision_name(precision);
+  std::vector<GemmSample> alone_samples, busy_samples;
+  for (const auto& [m, n, k] : o.gemm_shapes) {
+    auto gemm = [&, m = m, n = n, k = k] {
+      return probes.gemm_flops_per_s ? probes.gemm_flops_per_s(precision, m, n, k)
+                                     : measure_blocked_matmul_flops(m, n, k, o.repeats);
+    };
+    const RatePair rate = alone_and_busy(busy, o.probe_calls, gemm);
+    alone_samples.push_back({m, n, k, rate.alone});
+    busy_samples.push_back({m, n, k, rate.busy});
+    log << "calibrate=gemm dtype=" << dtype << " m=" << m << " n=" << n << " k=" << k
+        << " gflops=" << rate.alone / 1e9 << " gflops_busy=" << rate.busy / 1e9 << "\n";
+  }
+  const GemmFit alone_fit = fit_gemm_curve(alone_samples), fit = fit_gemm_curve(busy_samples);
+  PrecisionRates rates;
+  rates.peak_flops = fit.peak_flops;
+  rates.gemm_efficiency = 1.0;  // the fitted peak is what GEMMs reach
+  rates.gemm_half_dim = std::max(1.0, fit.half_dim);
+  log << "calibrate=gemm_fit dtype=" << dtype << " peak_gflops=" << alone_fit.peak_flops / 1e9
+      << " half_dim=" << alone_fit.half_dim << " peak_gflops_busy=" << fit.peak_flops / 1e9
+      << " half_dim_busy=" << fit.half_dim << "\n";
+
+  auto elementwise = [&] {
+    return probes.elementwise_bytes_per_s
+               ? probes.elementwise_bytes_per_s(precision, o.elementwise_rows, o.elementwise_cols)
+               : stream_triad_bytes_per_s(o.elementwise_rows * o.elementwise_cols, o.repeats);
+  };
+  const RatePair ew = alone_and_busy(busy, o.probe_calls, elementwise);
+  rates.elementwise_bytes_per_s = ew.busy;
+  log << "calibrate=elementwise dtype=" << dtype << " rows=" << o.elementwise_rows << " cols=" << o.elementwise_cols
+      << " gbytes_per_s=" << ew.alone / 1e9 << " gbytes_per_s_busy=" << ew.busy / 1e9 << "\n";
+  return rates;
+}
+
+// fp32 first: the [device] rates every cluster file has.
+constexpr Precision kCalibratedPrecisions[] = {Precision::fp32, Precision::bf16, Precision::fp16};
+
+// The probes' answer; without one, fp32 only (the built-in loops are float32).
+std::string why_unsupported(const CalibrationProbes& probes, Precision precision) {
+  if (probes.why_unsupported) return probes.why_unsupported(precision);
+  return precision == Precision::fp32 ? "" : "no precision probe given; the built-in loops measure fp32 only";
+}
+
+}  // namespace
+
 ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const CalibrationOptions& o, std::ostream& log) {
   GIANT_CHECK(o.ranks >= 2, "--calibrate needs at least 2 ranks for the ccl figures, got ", o.ranks);
   ClusterSpec c;
@@ -220,45 +271,33 @@ ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const Calibr
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   c.devices_per_host = o.devices > 0 ? o.devices : static_cast<int>(std::max(1L, cores));
   c.device.type = probes.device_type;
-  c.device.dtype_bytes = probes.dtype_bytes;
+  c.device.dtype_bytes = precision_bytes(Precision::fp32);
   const int busy = c.devices_per_host;
   log << "# rates of one device alone, and of the slowest device while all " << busy
       << " devices of the host work (*_busy, written to the cluster file)\n";
-
   if (!probes.gemm_flops_per_s)
     log << "# no GEMM probe given: measuring a plain blocked float32 C++ matmul instead of the training "
            "library's GEMM\n";
-  std::vector<GemmSample> alone_samples, busy_samples;
-  for (const auto& [m, n, k] : o.gemm_shapes) {
-    auto gemm = [&, m = m, n = n, k = k] {
-      return probes.gemm_flops_per_s ? probes.gemm_flops_per_s(m, n, k)
-                                     : measure_blocked_matmul_flops(m, n, k, o.repeats);
-    };
-    const RatePair rate = alone_and_busy(busy, o.probe_calls, gemm);
-    alone_samples.push_back({m, n, k, rate.alone});
-    busy_samples.push_back({m, n, k, rate.busy});
-    log << "calibrate=gemm m=" << m << " n=" << n << " k=" << k << " gflops=" << rate.alone / 1e9
-        << " gflops_busy=" << rate.busy / 1e9 << "\n";
-  }
-  const GemmFit alone_fit = fit_gemm_curve(alone_samples), fit = fit_gemm_curve(busy_samples);
-  c.device.peak_flops = fit.peak_flops;
-  c.device.gemm_efficiency = 1.0;  // the fitted peak is what GEMMs reach
-  c.device.gemm_half_dim = std::max(1.0, fit.half_dim);
-  log << "calibrate=gemm_fit peak_gflops=" << alone_fit.peak_flops / 1e9 << " half_dim=" << alone_fit.half_dim
-      << " peak_gflops_busy=" << fit.peak_flops / 1e9 << " half_dim_busy=" << fit.half_dim << "\n";
-
   if (!probes.elementwise_bytes_per_s)
     log << "# no elementwise probe given: measuring a plain C++ streaming loop instead of the training "
            "library's kernels\n";
-  auto elementwise = [&] {
-    return probes.elementwise_bytes_per_s
-               ? probes.elementwise_bytes_per_s(o.elementwise_rows, o.elementwise_cols)
-               : stream_triad_bytes_per_s(o.elementwise_rows * o.elementwise_cols, o.repeats);
-  };
-  const RatePair ew = alone_and_busy(busy, o.probe_calls, elementwise);
-  c.device.elementwise_bytes_per_s = ew.busy;
-  log << "calibrate=elementwise rows=" << o.elementwise_rows << " cols=" << o.elementwise_cols
-      << " gbytes_per_s=" << ew.alone / 1e9 << " gbytes_per_s_busy=" << ew.busy / 1e9 << "\n";
+  for (Precision precision : kCalibratedPrecisions) {
+    const std::string why_not = why_unsupported(probes, precision);
+    if (!why_not.empty()) {
+      GIANT_CHECK(precision != Precision::fp32, "--calibrate: the device cannot compute in fp32: ", why_not);
+      log << "# " << precision_name(precision) << ": no rates written (" << why_not << ")\n";
+      continue;
+    }
+    const PrecisionRates rates = measure_compute_rates(probes, o, precision, busy, log);
+    if (precision != Precision::fp32) {
+      c.device.precision_rates[precision] = rates;
+      continue;
+    }
+    c.device.peak_flops = rates.peak_flops;
+    c.device.gemm_efficiency = rates.gemm_efficiency;
+    c.device.gemm_half_dim = rates.gemm_half_dim;
+    c.device.elementwise_bytes_per_s = rates.elementwise_bytes_per_s;
+  }
 
   // Each device streams its own buffers (written before they are timed).
   auto memory_bandwidth = [&] {

@@ -20,24 +20,28 @@
 #include <string>
 #include <vector>
 
+#include "giant/base/precision.h"
 #include "giant/planner/cluster_spec.h"
 
 namespace giant::planner {
 
 struct CalibrationProbes {
-  // FLOP/s of m x n x k GEMMs (2 m n k FLOPs each) in the training dtype on
-  // the training device, as training runs them (giant's: a linear layer's
+  // FLOP/s of m x n x k GEMMs (2 m n k FLOPs each) in `precision` on the
+  // training device, as training runs them (giant's: a linear layer's
   // forward and both backward products, with their transposed operands).
   // Empty: the built-in float32 blocked matmul. Called from several threads
   // at once.
-  std::function<double(int64_t m, int64_t n, int64_t k)> gemm_flops_per_s;
+  std::function<double(Precision precision, int64_t m, int64_t n, int64_t k)> gemm_flops_per_s;
   // Bytes read + written per second by the training library's elementwise
   // kernels (layer norm, softmax, GeLU, residual add, layout copy) on
-  // rows x cols tensors. Empty: the built-in streaming loop
-  // (stream_triad_bytes_per_s). Called from several threads at once.
-  std::function<double(int64_t rows, int64_t cols)> elementwise_bytes_per_s;
+  // rows x cols tensors of `precision`. Empty: the built-in float32
+  // streaming loop (stream_triad_bytes_per_s). Called from several threads at once.
+  std::function<double(Precision precision, int64_t rows, int64_t cols)> elementwise_bytes_per_s;
+  // Why the device cannot compute in `precision` (its kernels are missing),
+  // or "" when it can. Calibration measures each precision it can, fp32
+  // first (fp32 must run). Empty: fp32 only (the built-in loops are float32).
+  std::function<std::string(Precision precision)> why_unsupported;
   std::string device_type = "cpu";
-  int dtype_bytes = 4;  // the dtype the probes measure in (float32)
 };
 
 struct CalibrationOptions {
@@ -51,8 +55,8 @@ struct CalibrationOptions {
   std::vector<std::array<int64_t, 3>> gemm_shapes = {{64, 64, 64},      {128, 128, 128},  {256, 256, 256},
                                                      {384, 384, 384},   {512, 512, 512},  {768, 768, 768},
                                                      {1024, 256, 256},  {1024, 1024, 256}, {1024, 256, 1024}};
-  // Elementwise tensors: 4 MiB of float32, rows as long as a small model's
-  // hidden size (a layer's activations: past the private caches of a core).
+  // Elementwise tensors: 4 MiB of float32 (2 of bf16), rows as long as a small
+  // model's hidden size (a layer's activations: past the private caches of a core).
   int64_t elementwise_rows = 4096, elementwise_cols = 256;
   int64_t memory_bytes = 64 << 20;  // per buffer of the streaming copy
   int64_t bandwidth_bytes = 16 << 20;
@@ -85,9 +89,11 @@ double stream_triad_bytes_per_s(int64_t elements, int repeats);
 std::vector<double> measure_while_busy(int busy, const std::function<double()>& measure);
 
 // Writes what it measures to `log` (one key=value line each, rates alone
-// and with all devices busy) and returns a one-host cluster with the busy
-// (slowest device's) rates and whose links carry the measured busbw
-// (efficiency 1).
+// and with all devices busy, each GEMM and elementwise line naming its
+// dtype; a line for each precision the device cannot run) and returns a
+// one-host cluster with the busy (slowest device's) rates, fp32 in [device]
+// (dtype_bytes 4) and each other precision measured in its table, and
+// whose links carry the measured busbw (efficiency 1).
 ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const CalibrationOptions& options,
                                    std::ostream& log);
 

@@ -1,0 +1,127 @@
+#include "giant/train/calibration_probes.h"
+
+#include <functional>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "giant/base/timer.h"
+#include "giant/planner/eval_runs.h"
+
+namespace giant::train {
+
+namespace {
+
+torch::Dtype torch_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return torch::kFloat32;
+    case Precision::bf16: return torch::kBFloat16;
+    case Precision::fp16: return torch::kFloat16;
+  }
+  return torch::kFloat32;
+}
+
+double median_seconds(const std::function<void()>& fn, int repeats) {
+  fn();  // warm-up: pages, BLAS buffers
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    Stopwatch watch;
+    fn();
+    times.push_back(watch.seconds());
+  }
+  return planner::median(times);
+}
+
+// FLOP/s of a linear layer's GEMMs as training runs them, for m rows, k
+// inputs and n outputs: forward y = x W^T, then the input gradient dy W and
+// the weight gradient dy^T x (W stored [n, k] as torch::nn::Linear and Giant's
+// parallel linears keep it): 6 m n k FLOPs. The transposed operands run
+// slower than a plain square product.
+double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int64_t k) {
+  torch::NoGradGuard no_grad;
+  const auto type = torch::dtype(torch_dtype(precision));
+  const torch::Tensor x = torch::rand({m, k}, type), w = torch::rand({n, k}, type), dy = torch::rand({m, n}, type);
+  torch::Tensor y = torch::empty({m, n}, type), dx = torch::empty({m, k}, type), dw = torch::empty({n, k}, type);
+  const double seconds = median_seconds(
+      [&] {
+        torch::mm_out(y, x, w.t());
+        torch::mm_out(dx, dy, w);
+        torch::mm_out(dw, dy.t(), x);
+      },
+      3);
+  return 6.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / seconds;
+}
+
+// Bytes read + written per second by the elementwise kernels a transformer
+// layer runs between its GEMMs, each on a rows x cols tensor of the dtype
+// with its output freshly allocated, as in training: layer norm and softmax
+// over rows, GeLU, a residual add and a transposing copy (the head split).
+// Total bytes over total time, medians of 5 after a warm-up.
+double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_t cols) {
+  torch::NoGradGuard no_grad;
+  const auto type = torch::dtype(torch_dtype(precision));
+  const torch::Tensor x = torch::rand({rows, cols}, type), y = torch::rand({rows, cols}, type);
+  const torch::Tensor weight = torch::ones({cols}, type), bias = torch::zeros({cols}, type);
+  const double n = static_cast<double>(rows) * static_cast<double>(cols) * precision_bytes(precision);
+  struct Kernel {
+    std::function<torch::Tensor()> run;
+    double bytes;
+  };
+  const std::vector<Kernel> kernels = {
+      {[&] { return torch::layer_norm(x, {cols}, weight, bias, 1e-5); }, 2 * n},
+      {[&] { return torch::softmax(x, -1); }, 2 * n},
+      {[&] { return torch::gelu(x); }, 2 * n},
+      {[&] { return x + y; }, 3 * n},
+      {[&] { return x.t().contiguous(); }, 2 * n},
+  };
+  double bytes = 0, seconds = 0;
+  for (const auto& kernel : kernels) {
+    bytes += kernel.bytes;
+    seconds += median_seconds([&] { kernel.run(); }, 5);
+  }
+  return bytes / seconds;
+}
+
+// "" when every kernel the probes time runs in the dtype, else libtorch's
+// reason for the first that does not.
+std::string why_unsupported(Precision precision) {
+  torch::NoGradGuard no_grad;
+  const auto type = torch::dtype(torch_dtype(precision));
+  try {
+    const torch::Tensor x = torch::ones({4, 4}, type), weight = torch::ones({4}, type), bias = torch::zeros({4}, type);
+    torch::mm(x, x.t());
+    torch::layer_norm(x, {4}, weight, bias, 1e-5);
+    torch::gelu(x);
+    torch::softmax(x, -1);
+    (x + x).t().contiguous();
+    return "";
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, what.find('\n'));
+    return std::string("libtorch has no ") + precision_name(precision) + " kernels here: " + what;
+  }
+}
+
+}  // namespace
+
+planner::CalibrationProbes libtorch_calibration_probes() {
+  planner::CalibrationProbes probes;
+  probes.device_type = "cpu";
+  // The probes run on several threads at once (the other devices' load);
+  // the thread count is per calling thread under OpenMP, so each call sets it.
+  probes.gemm_flops_per_s = [](Precision precision, int64_t m, int64_t n, int64_t k) {
+    torch::set_num_threads(1);
+    return measure_linear_gemm_flops(precision, m, n, k);
+  };
+  probes.elementwise_bytes_per_s = [](Precision precision, int64_t rows, int64_t cols) {
+    torch::set_num_threads(1);
+    return measure_elementwise_bytes_per_s(precision, rows, cols);
+  };
+  probes.why_unsupported = [](Precision precision) {
+    torch::set_num_threads(1);
+    return why_unsupported(precision);
+  };
+  return probes;
+}
+
+}  // namespace giant::train
