@@ -131,6 +131,11 @@ TEST(ComputeFormulas, GemmRateCurve) {
   EXPECT_DOUBLE_EQ(gemm_flops_per_s(d, 10, 20, 40), 50 / 2.75);
   EXPECT_DOUBLE_EQ(gemm_seconds(d, 10, 20, 40, 3), 3 * 2 * 8000 / (50 / 2.75));
   EXPECT_NEAR(gemm_flops_per_s(d, 1e12, 1e12, 1e12), 50, 1e-6);
+  // A fixed time per call, once for a batch (one batched product).
+  DeviceSpec slow_calls = d;
+  slow_calls.gemm_overhead_s = 7;
+  EXPECT_DOUBLE_EQ(gemm_seconds(slow_calls, 10, 20, 40, 3), gemm_seconds(d, 10, 20, 40, 3) + 7);
+  EXPECT_DOUBLE_EQ(gemm_seconds(slow_calls, 0, 20, 40), 0);
 }
 
 TEST(ComputeFormulas, OptimizerStreamsTheFp32StateAndTheGradient) {

@@ -345,6 +345,34 @@ TEST(Calibrate, MeasureWhileBusyMeasuresEveryDeviceAtOnce) {
                std::runtime_error);
 }
 
+TEST(Calibrate, TheGemmFitSeparatesAFixedTimePerCallFromTheHalfDimension) {
+  const std::vector<std::array<int64_t, 3>> shapes = CalibrationOptions{}.gemm_shapes;
+  auto samples_of = [&](double peak, double half_dim, double overhead_s) {
+    std::vector<GemmSample> samples;
+    for (const auto& [m, n, k] : shapes) {
+      const double flops = 2.0 * m * n * k;
+      const double seconds = flops * (1 + half_dim / m + half_dim / n + half_dim / k) / peak + overhead_s;
+      samples.push_back({m, n, k, flops / seconds});
+    }
+    return samples;
+  };
+  // oneDNN's bf16 products here: 800 GFLOP/s, 20 us a call.
+  const GemmFit bf16 = fit_gemm_curve(samples_of(800e9, 0, 20e-6));
+  EXPECT_NEAR(bf16.peak_flops, 800e9, 40e9);
+  EXPECT_NEAR(bf16.overhead_s, 20e-6, 2e-6);
+  EXPECT_LT(bf16.half_dim, 4);
+  // A curve without a fixed cost keeps none.
+  const GemmFit plain = fit_gemm_curve(samples_of(10e9, 32, 0));
+  EXPECT_NEAR(plain.peak_flops, 10e9, 1e6);
+  EXPECT_NEAR(plain.half_dim, 32, 1);
+  EXPECT_EQ(plain.overhead_s, 0);
+  // Both at once.
+  const GemmFit both = fit_gemm_curve(samples_of(500e9, 16, 5e-6));
+  EXPECT_NEAR(both.peak_flops, 500e9, 50e9);
+  EXPECT_NEAR(both.half_dim, 16, 3);
+  EXPECT_NEAR(both.overhead_s, 5e-6, 1e-6);
+}
+
 TEST(Calibrate, StreamingLoopCountsTwelveBytesAnElement) {
   const double rate = stream_triad_bytes_per_s(1 << 16, 3);
   EXPECT_GT(rate, 1e8);  // any machine streams more than 100 MB/s

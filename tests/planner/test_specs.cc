@@ -111,7 +111,7 @@ TEST(Toml, CalibratedDeviceKeys) {
 const char kPerPrecisionFile[] =
     "hosts=1\ndevices_per_host=2\n[device]\ntype=\"cpu\"\nmemory_gib=8\nmemory_gbytes_per_s=12\ndtype_bytes=4\n"
     "peak_tflops=0.03\ngemm_efficiency=1\ngemm_half_dim=40\nelementwise_gbytes_per_s=4\n"
-    "[device.bf16]\npeak_tflops=0.3\ngemm_half_dim=60\nelementwise_gbytes_per_s=3\n"
+    "[device.bf16]\npeak_tflops=0.3\ngemm_half_dim=60\ngemm_overhead_us=20\nelementwise_gbytes_per_s=3\n"
     "[intra_host]\ntransport=\"tcp\"\nbandwidth_gbytes_per_s=2\n";
 
 TEST(Toml, PerPrecisionRatesRoundTrip) {
@@ -122,6 +122,7 @@ TEST(Toml, PerPrecisionRatesRoundTrip) {
   const PrecisionRates& bf16 = c.device.precision_rates.at(Precision::bf16);
   EXPECT_DOUBLE_EQ(bf16.peak_flops, 0.3e12);
   EXPECT_DOUBLE_EQ(bf16.gemm_half_dim, 60);
+  EXPECT_DOUBLE_EQ(bf16.gemm_overhead_s, 20e-6);
   EXPECT_DOUBLE_EQ(bf16.elementwise_bytes_per_s, 3e9);
   EXPECT_DOUBLE_EQ(bf16.gemm_efficiency, 0);  // left out: the [device] one
   const std::string written = cluster_to_toml(c);
@@ -131,6 +132,7 @@ TEST(Toml, PerPrecisionRatesRoundTrip) {
   const PrecisionRates& again = back.device.precision_rates.at(Precision::bf16);
   EXPECT_NEAR(again.peak_flops, bf16.peak_flops, 1);
   EXPECT_DOUBLE_EQ(again.gemm_half_dim, bf16.gemm_half_dim);
+  EXPECT_NEAR(again.gemm_overhead_s, bf16.gemm_overhead_s, 1e-15);
   EXPECT_NEAR(again.elementwise_bytes_per_s, bf16.elementwise_bytes_per_s, 1);
   EXPECT_DOUBLE_EQ(again.gemm_efficiency, 0);
   EXPECT_DOUBLE_EQ(back.device.peak_flops, 0.03e12);
@@ -141,12 +143,14 @@ TEST(Toml, PerPrecisionRatesRoundTrip) {
   const DeviceSpec in_bf16 = back.device.in_precision(Precision::bf16);
   EXPECT_DOUBLE_EQ(in_bf16.peak_flops, 0.3e12);
   EXPECT_DOUBLE_EQ(in_bf16.gemm_efficiency, 1);
+  EXPECT_DOUBLE_EQ(in_bf16.gemm_overhead_s, 20e-6);
   EXPECT_DOUBLE_EQ(in_bf16.element_bytes(), 2);
   EXPECT_NEAR(in_bf16.elementwise_bandwidth(), 3e9, 1);
   EXPECT_TRUE(in_bf16.precision_rates.empty());
   const DeviceSpec in_fp32 = back.device.in_precision(Precision::fp32);
   EXPECT_DOUBLE_EQ(in_fp32.peak_flops, 0.03e12);
   EXPECT_DOUBLE_EQ(in_fp32.element_bytes(), 4);
+  EXPECT_DOUBLE_EQ(in_fp32.gemm_overhead_s, 0);
   // fp16 was not measured: the [device] (fp32) rates, with 2-byte elements.
   EXPECT_TRUE(back.device.has_rates_for(Precision::bf16));
   EXPECT_TRUE(back.device.has_rates_for(Precision::fp32));
@@ -195,6 +199,9 @@ TEST(Toml, BadPerPrecisionKeysNameThemselves) {
     const std::string what = error_of([&] { parse_cluster_toml(text); });
     EXPECT_NE(what.find(key), std::string::npos) << replacement << " -> " << what;
   }
+  EXPECT_NE(error_of([&] { parse_cluster_toml(with("gemm_overhead_us=20", "gemm_overhead_us=-3")); })
+                .find("device.bf16.gemm_overhead_us"),
+            std::string::npos);
   EXPECT_NE(error_of([] { parse_cluster_toml(std::string(kPerPrecisionFile) + "\n[device.fp8]\npeak_tflops=1\n"); })
                 .find("[device.bf16]"),
             std::string::npos);  // the error lists the tables there are

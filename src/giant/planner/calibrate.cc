@@ -137,20 +137,41 @@ LinkSpec link_from(const AllreduceTimes& t, const CalibrationOptions& o, Transpo
 
 GemmFit fit_gemm_curve(const std::vector<GemmSample>& samples) {
   GIANT_CHECK(!samples.empty(), "no GEMM samples to fit");
+  // Overheads tried: none, then 0.1 us to 1 ms in steps of 10^0.1.
+  std::vector<double> overheads = {0};
+  for (int i = 0; i <= 40; ++i) overheads.push_back(1e-7 * std::pow(10.0, i / 10.0));
   GemmFit best;
   double best_error = 1e300;
-  for (double d = 0; d <= 256; d += 1) {
-    // For fixed d, log peak is the mean of log(rate x (1 + d/m + d/n + d/k)).
-    double mean_log_peak = 0;
-    for (const auto& s : samples)
-      mean_log_peak += std::log(s.flops_per_s * (1 + d / s.m + d / s.n + d / s.k));
-    mean_log_peak /= samples.size();
-    double error = 0;
-    for (const auto& s : samples) {
-      const double r = std::log(s.flops_per_s * (1 + d / s.m + d / s.n + d / s.k)) - mean_log_peak;
-      error += r * r;
+  for (double c : overheads) {
+    // The rates with the overhead taken out; an overhead longer than a
+    // sample's whole time cannot explain it (nor can any longer one).
+    std::vector<double> flops(samples.size()), without(samples.size());
+    bool possible = true;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const GemmSample& s = samples[i];
+      flops[i] = 2.0 * s.m * s.n * s.k;
+      const double seconds = flops[i] / s.flops_per_s;
+      possible = possible && seconds > c;
+      without[i] = possible ? flops[i] / (seconds - c) : 0;
     }
-    if (error < best_error) best_error = error, best = {std::exp(mean_log_peak), d};
+    if (!possible) break;
+    for (double d = 0; d <= 256; d += 1) {
+      // For fixed c and d, log peak is the mean of log(rate without c x (1 + d/m + d/n + d/k)).
+      double mean_log_peak = 0;
+      for (size_t i = 0; i < samples.size(); ++i) {
+        const GemmSample& s = samples[i];
+        mean_log_peak += std::log(without[i] * (1 + d / s.m + d / s.n + d / s.k));
+      }
+      const double peak = std::exp(mean_log_peak / samples.size());
+      double error = 0;
+      for (size_t i = 0; i < samples.size(); ++i) {
+        const GemmSample& s = samples[i];
+        const double predicted = flops[i] / (flops[i] * (1 + d / s.m + d / s.n + d / s.k) / peak + c);
+        const double r = std::log(predicted / s.flops_per_s);
+        error += r * r;
+      }
+      if (error < best_error) best_error = error, best = {peak, d, c};
+    }
   }
   return best;
 }
@@ -236,9 +257,11 @@ PrecisionRates measure_compute_rates(const CalibrationProbes& probes, const Cali
   rates.peak_flops = fit.peak_flops;
   rates.gemm_efficiency = 1.0;  // the fitted peak is what GEMMs reach
   rates.gemm_half_dim = std::max(1.0, fit.half_dim);
+  rates.gemm_overhead_s = fit.overhead_s;
   log << "calibrate=gemm_fit dtype=" << dtype << " peak_gflops=" << alone_fit.peak_flops / 1e9
-      << " half_dim=" << alone_fit.half_dim << " peak_gflops_busy=" << fit.peak_flops / 1e9
-      << " half_dim_busy=" << fit.half_dim << "\n";
+      << " half_dim=" << alone_fit.half_dim << " overhead_us=" << alone_fit.overhead_s * 1e6
+      << " peak_gflops_busy=" << fit.peak_flops / 1e9 << " half_dim_busy=" << fit.half_dim
+      << " overhead_us_busy=" << fit.overhead_s * 1e6 << "\n";
 
   auto elementwise = [&] {
     return probes.elementwise_bytes_per_s
@@ -296,6 +319,7 @@ ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const Calibr
     c.device.peak_flops = rates.peak_flops;
     c.device.gemm_efficiency = rates.gemm_efficiency;
     c.device.gemm_half_dim = rates.gemm_half_dim;
+    c.device.gemm_overhead_s = rates.gemm_overhead_s;
     c.device.elementwise_bytes_per_s = rates.elementwise_bytes_per_s;
   }
 

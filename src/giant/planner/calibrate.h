@@ -68,11 +68,16 @@ struct GemmSample {
   double flops_per_s;
 };
 
-// Rate and half dimension that best explain the samples under
-// rate = peak / (1 + d/m + d/n + d/k) (least squares of log rate).
+// Peak, half dimension d and fixed time per GEMM c that best explain the
+// samples (least squares of log rate) under
+// time = 2 m n k (1 + d/m + d/n + d/k) / peak + c:
+// d for sizes that waste a tile's or a vector's width, c for the set-up of
+// each call (oneDNN's bf16 products on an AMX Xeon: about 20 us a call,
+// their rate at 64^3 a thirtieth of that at 512^3, which no d explains).
 struct GemmFit {
   double peak_flops = 0;
   double half_dim = 0;
+  double overhead_s = 0;
 };
 GemmFit fit_gemm_curve(const std::vector<GemmSample>& samples);
 

@@ -73,6 +73,7 @@ DeviceSpec DeviceSpec::in_precision(Precision precision) const {
   take(d.peak_flops, r.peak_flops);
   take(d.gemm_efficiency, r.gemm_efficiency);
   take(d.gemm_half_dim, r.gemm_half_dim);
+  take(d.gemm_overhead_s, r.gemm_overhead_s);
   take(d.elementwise_bytes_per_s, r.elementwise_bytes_per_s);
   return d;
 }
@@ -101,11 +102,13 @@ void ClusterSpec::validate() const {
     throw ConfigError("device.dtype_bytes",
                       "must be 2 (bf16, fp16) or 4 (fp32), got " + std::to_string(device.dtype_bytes));
   efficiency(device.gemm_efficiency, "device.gemm_efficiency");
+  not_negative(device.gemm_overhead_s, "device.gemm_overhead_us");
   for (const auto& [precision, r] : device.precision_rates) {
     const std::string table = std::string("device.") + precision_name(precision) + ".";
     not_negative(r.peak_flops, table + "peak_tflops");
     efficiency(r.gemm_efficiency, table + "gemm_efficiency");
     not_negative(r.gemm_half_dim, table + "gemm_half_dim");
+    not_negative(r.gemm_overhead_s, table + "gemm_overhead_us");
     not_negative(r.elementwise_bytes_per_s, table + "elementwise_gbytes_per_s");
   }
 }
@@ -131,7 +134,7 @@ std::map<Precision, PrecisionRates> fp32_rates(double peak_tflops) {
 }
 
 DeviceSpec a100(double memory_gib, double memory_gbytes_per_s) {
-  return DeviceSpec{"A100", 312e12, memory_gib * kGiB, memory_gbytes_per_s * kGB, 0, 0, 0, 0, 0, fp32_rates(19.5)};
+  return DeviceSpec{"A100", 312e12, memory_gib * kGiB, memory_gbytes_per_s * kGB, 0, 0, 0, 0, 0, 0, fp32_rates(19.5)};
 }
 
 LinkSpec link(Transport transport, double gbytes_per_s, double latency_us) {
@@ -163,7 +166,7 @@ ClusterSpec cluster_preset(const std::string& name) {
   // NVSwitch A100: 12 NVLink3 x 25 GB/s = 300 GB/s per direction; V100 SXM2:
   // 6 NVLink2 x 25 GB/s = 150 GB/s. HBM: A100-80GB 2039 GB/s, A100-40GB
   // 1555 GB/s, V100 900 GB/s. Inter-host figures are per host.
-  const DeviceSpec v100{"V100", 125e12, 32 * kGiB, 900 * kGB, 0, 0, 0, 0, 0, fp32_rates(15.7)};
+  const DeviceSpec v100{"V100", 125e12, 32 * kGiB, 900 * kGB, 0, 0, 0, 0, 0, 0, fp32_rates(15.7)};
   if (name == "a100-80g-ib")
     return make(name, a100(80, 2039), link(Transport::nvlink, 300, kNvlinkLatencyUs),
                 link(Transport::rdma, 8 * 200 / 8.0, kRdmaLatencyUs));

@@ -41,6 +41,7 @@ struct PrecisionRates {
   double peak_flops = 0;
   double gemm_efficiency = 0;
   double gemm_half_dim = 0;
+  double gemm_overhead_s = 0;
   double elementwise_bytes_per_s = 0;
 };
 
@@ -55,6 +56,10 @@ struct DeviceSpec {
   // costs as much again as an infinite one. 0 = the type's default.
   double gemm_efficiency = 0;
   double gemm_half_dim = 0;
+  // Fixed time of each GEMM call on top of its FLOPs (dispatch, packing,
+  // tile set-up): what makes oneDNN's bf16 products on a CPU slow at small
+  // sizes while large ones run near peak. 0 = none (the GPU presets).
+  double gemm_overhead_s = 0;
   // Rate at which the training library's elementwise kernels (norms,
   // softmax, GeLU, residual adds, layout copies) move bytes, counting each
   // tensor read or written once. 0 = memory_bandwidth_bytes_per_s: a GPU's

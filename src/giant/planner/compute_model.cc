@@ -13,7 +13,7 @@ double gemm_flops_per_s(const DeviceSpec& d, double m, double n, double k) {
 
 double gemm_seconds(const DeviceSpec& d, double m, double n, double k, double batch) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
-  return batch * 2 * m * n * k / gemm_flops_per_s(d, m, n, k);
+  return batch * 2 * m * n * k / gemm_flops_per_s(d, m, n, k) + d.gemm_overhead_s;
 }
 
 namespace {

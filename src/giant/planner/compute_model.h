@@ -14,7 +14,9 @@ namespace giant::planner {
 // with d = gemm_half_dim: a dimension of d halves the rate of a large GEMM.
 // The device must be resolved (ClusterSpec::resolved).
 double gemm_flops_per_s(const DeviceSpec& device, double m, double n, double k);
-// Time of `batch` independent m x n x k GEMMs (2 m n k FLOPs each).
+// Time of `batch` independent m x n x k GEMMs (2 m n k FLOPs each) in one
+// call (a batch is one batched product): their FLOPs at the rate above plus
+// the device's gemm_overhead_s once.
 double gemm_seconds(const DeviceSpec& device, double m, double n, double k, double batch = 1);
 
 // One transformer layer on one device for one micro-batch of b sequences,

@@ -124,10 +124,11 @@ void write_link(std::ostream& out, const std::string& table, const LinkSpec& lin
 // [device]: the rates of its dtype (dtype_bytes), and a table per other
 // precision ([device.bf16] ...) with the same rate keys.
 void read_precision_rates(TableReader& r, double& peak_flops, double& gemm_efficiency, double& gemm_half_dim,
-                          double& elementwise_bytes_per_s) {
+                          double& gemm_overhead_s, double& elementwise_bytes_per_s) {
   r.number("peak_tflops", peak_flops, 1e12);
   r.number("gemm_efficiency", gemm_efficiency);
   r.number("gemm_half_dim", gemm_half_dim);
+  r.number("gemm_overhead_us", gemm_overhead_s, 1e-6);
   r.number("elementwise_gbytes_per_s", elementwise_bytes_per_s, kGB);
 }
 
@@ -143,7 +144,7 @@ void read_device(const toml::table& table, DeviceSpec& device) {
   }
   TableReader d(&table, "device", precision_tables);
   d.string("type", device.type);
-  read_precision_rates(d, device.peak_flops, device.gemm_efficiency, device.gemm_half_dim,
+  read_precision_rates(d, device.peak_flops, device.gemm_efficiency, device.gemm_half_dim, device.gemm_overhead_s,
                        device.elementwise_bytes_per_s);
   d.number("memory_gib", device.memory_bytes, kGiB);
   d.number("memory_gbytes_per_s", device.memory_bandwidth_bytes_per_s, kGB);
@@ -153,7 +154,7 @@ void read_device(const toml::table& table, DeviceSpec& device) {
   for (const std::string& name : precision_tables) {
     PrecisionRates rates;
     TableReader r(table[name].as_table(), "device." + name);
-    read_precision_rates(r, rates.peak_flops, rates.gemm_efficiency, rates.gemm_half_dim,
+    read_precision_rates(r, rates.peak_flops, rates.gemm_efficiency, rates.gemm_half_dim, rates.gemm_overhead_s,
                          rates.elementwise_bytes_per_s);
     r.finish();
     device.precision_rates[*parse_precision(name)] = rates;
@@ -167,6 +168,8 @@ void write_peak(std::ostream& out, double peak_flops, const char* note) {
 void write_rate_constants(std::ostream& out, const PrecisionRates& r) {
   if (r.gemm_efficiency > 0) out << "gemm_efficiency = " << number_text(r.gemm_efficiency) << "\n";
   if (r.gemm_half_dim > 0) out << "gemm_half_dim = " << number_text(r.gemm_half_dim) << "\n";
+  if (r.gemm_overhead_s > 0)
+    out << "gemm_overhead_us = " << number_text(r.gemm_overhead_s * 1e6) << "  # fixed time of each GEMM call\n";
   if (r.elementwise_bytes_per_s > 0)
     out << "elementwise_gbytes_per_s = " << number_text(r.elementwise_bytes_per_s / kGB)
         << "  # norms, softmax, GeLU, adds: bytes read + written per second\n";
@@ -257,7 +260,8 @@ std::string cluster_to_toml(const ClusterSpec& c) {
   out << "memory_gib = " << number_text(d.memory_bytes / kGiB) << "\n";
   out << "memory_gbytes_per_s = " << number_text(d.memory_bandwidth_bytes_per_s / kGB) << "\n";
   if (d.reserved_bytes > 0) out << "reserved_gib = " << number_text(d.reserved_bytes / kGiB) << "\n";
-  write_rate_constants(out, {d.peak_flops, d.gemm_efficiency, d.gemm_half_dim, d.elementwise_bytes_per_s});
+  write_rate_constants(
+      out, {d.peak_flops, d.gemm_efficiency, d.gemm_half_dim, d.gemm_overhead_s, d.elementwise_bytes_per_s});
   if (d.dtype_bytes > 0)
     out << "dtype_bytes = " << number_text(d.dtype_bytes) << "  # the [device] rates are "
         << precision_name(d.default_precision()) << " (2 = bf16/fp16)\n";
