@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "giant/models/attention.h"
+#include "giant/models/layer_norm.h"
 #include "giant/parallel/tensor_collectives.h"
 
 namespace giant::models {
@@ -13,16 +14,6 @@ namespace {
 
 torch::Tensor maybe_dropout(torch::Tensor x, double p, bool training) {
   return training && p > 0.0 ? torch::dropout(x, p, true) : x;
-}
-
-// LayerNorm with its statistics and affine in float32 whatever the model's
-// dtype: libtorch's bf16 kernel loses the mean of rows far from zero (0.56
-// off at mean 100), and the float32 one with the casts is also faster.
-torch::Tensor layer_norm_fp32(const torch::Tensor& x, int64_t hidden, const torch::Tensor& weight,
-                              const torch::Tensor& bias) {
-  if (x.scalar_type() == torch::kFloat) return torch::layer_norm(x, {hidden}, weight, bias, 1e-5);
-  return torch::layer_norm(x.to(torch::kFloat), {hidden}, weight.to(torch::kFloat), bias.to(torch::kFloat), 1e-5)
-      .to(x.scalar_type());
 }
 
 }  // namespace

@@ -6,20 +6,13 @@
 #include <torch/torch.h>
 
 #include "giant/base/timer.h"
+#include "giant/models/layer_norm.h"
 #include "giant/planner/eval_runs.h"
+#include "giant/train/precision_choice.h"
 
 namespace giant::train {
 
 namespace {
-
-torch::Dtype torch_dtype(Precision precision) {
-  switch (precision) {
-    case Precision::fp32: return torch::kFloat32;
-    case Precision::bf16: return torch::kBFloat16;
-    case Precision::fp16: return torch::kFloat16;
-  }
-  return torch::kFloat32;
-}
 
 double median_seconds(const std::function<void()>& fn, int repeats) {
   fn();  // warm-up: pages, BLAS buffers
@@ -39,7 +32,7 @@ double median_seconds(const std::function<void()>& fn, int repeats) {
 // slower than a plain square product.
 double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int64_t k) {
   torch::NoGradGuard no_grad;
-  const auto type = torch::dtype(torch_dtype(precision));
+  const auto type = torch::dtype(scalar_type_of(precision));
   const torch::Tensor x = torch::rand({m, k}, type), w = torch::rand({n, k}, type), dy = torch::rand({m, n}, type);
   torch::Tensor y = torch::empty({m, n}, type), dx = torch::empty({m, k}, type), dw = torch::empty({n, k}, type);
   const double seconds = median_seconds(
@@ -54,12 +47,12 @@ double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int6
 
 // Bytes read + written per second by the elementwise kernels a transformer
 // layer runs between its GEMMs, each on a rows x cols tensor of the dtype
-// with its output freshly allocated, as in training: layer norm and softmax
-// over rows, GeLU, a residual add and a transposing copy (the head split).
+// with its output freshly allocated, as in training: layer norm (in fp32,
+// as the models run it) and softmax over rows, GeLU, a residual add and a transposing copy (the head split).
 // Total bytes over total time, medians of 5 after a warm-up.
 double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_t cols) {
   torch::NoGradGuard no_grad;
-  const auto type = torch::dtype(torch_dtype(precision));
+  const auto type = torch::dtype(scalar_type_of(precision));
   const torch::Tensor x = torch::rand({rows, cols}, type), y = torch::rand({rows, cols}, type);
   const torch::Tensor weight = torch::ones({cols}, type), bias = torch::zeros({cols}, type);
   const double n = static_cast<double>(rows) * static_cast<double>(cols) * precision_bytes(precision);
@@ -68,7 +61,7 @@ double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_
     double bytes;
   };
   const std::vector<Kernel> kernels = {
-      {[&] { return torch::layer_norm(x, {cols}, weight, bias, 1e-5); }, 2 * n},
+      {[&] { return models::layer_norm_fp32(x, cols, weight, bias); }, 2 * n},
       {[&] { return torch::softmax(x, -1); }, 2 * n},
       {[&] { return torch::gelu(x); }, 2 * n},
       {[&] { return x + y; }, 3 * n},
@@ -80,26 +73,6 @@ double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_
     seconds += median_seconds([&] { kernel.run(); }, 5);
   }
   return bytes / seconds;
-}
-
-// "" when every kernel the probes time runs in the dtype, else libtorch's
-// reason for the first that does not.
-std::string why_unsupported(Precision precision) {
-  torch::NoGradGuard no_grad;
-  const auto type = torch::dtype(torch_dtype(precision));
-  try {
-    const torch::Tensor x = torch::ones({4, 4}, type), weight = torch::ones({4}, type), bias = torch::zeros({4}, type);
-    torch::mm(x, x.t());
-    torch::layer_norm(x, {4}, weight, bias, 1e-5);
-    torch::gelu(x);
-    torch::softmax(x, -1);
-    (x + x).t().contiguous();
-    return "";
-  } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    what = what.substr(0, what.find('\n'));
-    return std::string("libtorch has no ") + precision_name(precision) + " kernels here: " + what;
-  }
 }
 
 }  // namespace
@@ -119,7 +92,7 @@ planner::CalibrationProbes libtorch_calibration_probes() {
   };
   probes.why_unsupported = [](Precision precision) {
     torch::set_num_threads(1);
-    return why_unsupported(precision);
+    return unsupported_reason(precision);
   };
   return probes;
 }
