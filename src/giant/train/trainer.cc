@@ -168,6 +168,23 @@ struct Trainer::State {
 
   void build_optimizer(std::vector<at::Tensor> initial);
 
+  // Forward and backward over the step's micro-batches: fills the report's
+  // phase times and returns this rank's mean loss and its communication wait.
+  struct Accumulated {
+    double loss = 0, comm_wait_s = 0;
+  };
+  Accumulated accumulate_gradients(int64_t step, double loss_scale, StepReport& report);
+
+  // The update after backward, or the decision to skip it (the same on
+  // every rank). Fills the report's gradient norm and `skipped`.
+  struct Update {
+    bool overflowed = false;  // skipped as a loss-scale overflow
+  };
+  Update update(int64_t step, double loss, double loss_scale, StepGuard& step_guard, StepReport& report);
+
+  void describe_run(const TrainSummary& summary);  // the layout and model lines at the start
+  std::string write_sample();                      // generates the sample; rank 0 writes sample.txt
+
   // Fills one micro-batch of global sample indices [first, first + count).
   void load_batch(const data::SequenceSampler& sampler, const std::vector<int32_t>& tokens,
                   int64_t first, int64_t count, torch::Tensor& inputs, torch::Tensor& targets) {
@@ -344,13 +361,111 @@ std::vector<std::string> Trainer::parameter_names() const { return state_->param
 const optim::AdamW& Trainer::optimizer() const { return *state_->optimizer; }
 std::vector<at::Tensor> Trainer::updated_tensors() const { return state_->updated; }
 
+Trainer::State::Accumulated Trainer::State::accumulate_gradients(int64_t step, double loss_scale,
+                                                                  StepReport& report) {
+  const auto& t = config.train;
+  const int64_t dp = config.parallel.dp, micro_batches = t.micro_batches(dp);
+  const int64_t rank_first_sample = dp_rank() * (t.global_batch / dp);
+  tp_comm_seconds = 0;
+  parameter_wait_seconds = 0;
+  if (reducer) {
+    reducer->zero_grad();
+  } else {
+    optimizer->zero_grad();  // fp32 on one replica: the parameters are what it updates
+  }
+  double loss_sum = 0;
+  for (int64_t m = 0; m < micro_batches; ++m) {
+    torch::Tensor inputs, targets, loss;
+    {
+      RECORD_USER_SCOPE("giant::data");
+      Stopwatch watch;
+      load_batch(*train_sampler, corpus.train, step * t.global_batch + rank_first_sample + m * t.micro_batch,
+                 t.micro_batch, inputs, targets);
+      report.data_s += watch.seconds();
+    }
+    {
+      RECORD_USER_SCOPE("giant::forward");
+      Stopwatch watch;
+      loss = models::gpt_loss(model->forward(inputs), targets, tp);
+      report.forward_s += watch.seconds();
+    }
+    {
+      RECORD_USER_SCOPE("giant::backward");
+      Stopwatch watch;
+      if (reducer) reducer->begin_micro_batch(m + 1 == micro_batches);
+      const double factor = loss_scale / static_cast<double>(micro_batches);
+      (factor != 1.0 ? loss * factor : loss).backward();
+      report.backward_s += watch.seconds();
+    }
+    loss_sum += loss.item<double>();
+  }
+  Accumulated result;
+  result.loss = loss_sum / static_cast<double>(micro_batches);
+  if (reducer) {
+    RECORD_USER_SCOPE("giant::gradient_wait");
+    result.comm_wait_s = reducer->finish();
+    report.backward_s += result.comm_wait_s;
+  }
+  result.comm_wait_s += tp_comm_seconds + parameter_wait_seconds;
+  return result;
+}
+
+Trainer::State::Update Trainer::State::update(int64_t step, double loss, double loss_scale, StepGuard& step_guard,
+                                              StepReport& report) {
+  RECORD_USER_SCOPE("giant::optimizer");
+  const bool shards = sharded();
+  report.grad_norm = optim::global_grad_norm(updated, updated_is_shard, mesh ? &mesh->tp() : nullptr,
+                                             shards ? &mesh->dp_grads() : nullptr) /
+                     loss_scale;
+  const bool finite = on_every_rank(std::isfinite(loss) && std::isfinite(report.grad_norm));
+  Update result;
+  // With loss scaling, gradients that overflowed (from a finite loss) lower the scale.
+  result.overflowed = loss_scaler && std::isfinite(loss) && !finite;
+  const bool applied = !result.overflowed && step_guard.accept(step + 1, finite, loss, report.grad_norm);
+  if (loss_scaler) loss_scaler->update(result.overflowed);
+  report.skipped = !applied;
+  if (!applied) return result;
+  // Unscaling and clipping inside the update's own pass over the gradients.
+  optimizer->step(report.lr, optim::clip_coefficient(report.grad_norm, config.train.grad_clip) / loss_scale);
+  if (masters) masters->copy_to_compute();
+  if (shards) reducer->gather_parameters_async();  // waited for by the next forward
+  return result;
+}
+
+void Trainer::State::describe_run(const TrainSummary& summary) {
+  const auto& t = config.train;
+  progress.line("layout: dp " + std::to_string(config.parallel.dp) + " x tp " + std::to_string(config.parallel.tp) +
+                " on " + std::to_string(world_size()) + " rank(s), " +
+                std::to_string(t.micro_batches(config.parallel.dp)) + " micro-batch(es) of " +
+                std::to_string(t.micro_batch) + " per rank per step" +
+                (reducer ? ", " + std::to_string(reducer->num_buckets()) + " gradient bucket(s)" : ""));
+  progress.line("model: " + std::to_string(config.model.parameter_count()) + " parameters, " +
+                fixed(summary.model_flops_per_step / 1e9, 1) + " GFLOP per step; matmul reference " +
+                fixed(summary.matmul_flops / 1e9, 1) + " GFLOP/s in " + summary.precision + " on " +
+                std::to_string(t.threads) + " thread(s); data: " + std::to_string(corpus.train.size()) +
+                " train and " + std::to_string(corpus.val.size()) + " validation tokens");
+}
+
+std::string Trainer::State::write_sample() {
+  const auto& t = config.train;
+  SampleOptions options;
+  options.prompt = t.sample_prompt;
+  options.tokens = t.sample_tokens;
+  options.temperature = t.sample_temperature;
+  options.vocab = config.model.vocab;
+  options.seq_len = config.model.seq_len;
+  options.seed = static_cast<uint64_t>(t.seed);
+  // A byte-level model samples any bytes: the text everyone sees is valid
+  // UTF-8 without terminal controls (the console, sample.txt, metrics.jsonl).
+  std::string sample = printable_utf8(generate_text(model, *tokenizer, options, tp));
+  if (leader) std::ofstream(out_dir / "sample.txt", std::ios::trunc) << sample << '\n';
+  return sample;
+}
+
 TrainSummary Trainer::run() {
   State& s = *state_;
   const RunConfig& c = s.config;
   const auto& t = c.train;
-  const int64_t dp = c.parallel.dp;
-  const int64_t micro_batches = t.micro_batches(dp);
-  const int64_t rank_first_sample = s.dp_rank() * (t.global_batch / dp);
   const optim::LrSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.steps};
   StepGuard step_guard(t.max_bad_steps);
   int64_t loss_scale_skips = 0;
@@ -360,16 +475,7 @@ TrainSummary Trainer::run() {
   summary.matmul_flops = measure_matmul_flops(t.precision);
   summary.model_flops_per_step = c.model.train_flops_per_sequence() * static_cast<double>(t.global_batch);
   const double tokens_per_step = static_cast<double>(t.global_batch * c.model.seq_len);
-  s.progress.line("layout: dp " + std::to_string(c.parallel.dp) + " x tp " + std::to_string(c.parallel.tp) +
-                  " on " + std::to_string(s.world_size()) + " rank(s), " + std::to_string(micro_batches) +
-                  " micro-batch(es) of " + std::to_string(t.micro_batch) + " per rank per step" +
-                  (s.reducer ? ", " + std::to_string(s.reducer->num_buckets()) + " gradient bucket(s)" : ""));
-  s.progress.line("model: " + std::to_string(c.model.parameter_count()) + " parameters, " +
-                  fixed(summary.model_flops_per_step / 1e9, 1) + " GFLOP per step; matmul reference " +
-                  fixed(summary.matmul_flops / 1e9, 1) + " GFLOP/s in " + summary.precision + " on " +
-                  std::to_string(t.threads) +
-                  " thread(s); data: " + std::to_string(s.corpus.train.size()) + " train and " +
-                  std::to_string(s.corpus.val.size()) + " validation tokens");
+  s.describe_run(summary);
 
   std::vector<double> tokens_per_s, mfu, step_seconds, comm_waits;
   const double world_flops = summary.matmul_flops * static_cast<double>(s.world_size());
@@ -381,75 +487,20 @@ TrainSummary Trainer::run() {
   s.model->train();
   for (int64_t step = 0; step < t.steps; ++step) {
     Stopwatch step_watch;
-    double data_s = 0, forward_s = 0, backward_s = 0, loss_sum = 0;
-    s.tp_comm_seconds = 0;
-    s.parameter_wait_seconds = 0;
-    if (s.reducer) {
-      s.reducer->zero_grad();
-    } else {
-      s.optimizer->zero_grad();  // fp32 on one replica: the parameters are what it updates
-    }
+    StepReport report;
+    report.step = step + 1;
+    report.total_steps = t.steps;
+    report.lr = schedule.at(step);
     const double loss_scale = s.loss_scaler ? s.loss_scaler->scale() : 1.0;
-    for (int64_t m = 0; m < micro_batches; ++m) {
-      torch::Tensor inputs, targets, loss;
-      {
-        RECORD_USER_SCOPE("giant::data");
-        Stopwatch watch;
-        s.load_batch(*s.train_sampler, s.corpus.train,
-                     step * t.global_batch + rank_first_sample + m * t.micro_batch, t.micro_batch, inputs,
-                     targets);
-        data_s += watch.seconds();
-      }
-      {
-        RECORD_USER_SCOPE("giant::forward");
-        Stopwatch watch;
-        loss = models::gpt_loss(s.model->forward(inputs), targets, s.tp);
-        forward_s += watch.seconds();
-      }
-      {
-        RECORD_USER_SCOPE("giant::backward");
-        Stopwatch watch;
-        if (s.reducer) s.reducer->begin_micro_batch(m + 1 == micro_batches);
-        const double factor = loss_scale / static_cast<double>(micro_batches);
-        (factor != 1.0 ? loss * factor : loss).backward();
-        backward_s += watch.seconds();
-      }
-      loss_sum += loss.item<double>();
-    }
-    double comm_wait_s = 0;
-    if (s.reducer) {
-      RECORD_USER_SCOPE("giant::gradient_wait");
-      comm_wait_s = s.reducer->finish();
-      backward_s += comm_wait_s;
-    }
-    comm_wait_s += s.tp_comm_seconds + s.parameter_wait_seconds;
+    const State::Accumulated accumulated = s.accumulate_gradients(step, loss_scale, report);
+    const double comm_wait_s = accumulated.comm_wait_s;
     if (s.hooks.after_backward) s.hooks.after_backward(step, s.gradients());
 
     Stopwatch optimizer_watch;
-    const double loss = s.dp_mean(loss_sum / static_cast<double>(micro_batches));
-    const double lr = schedule.at(step);
-    double grad_norm = 0;
-    bool applied = false, overflowed = false;
-    {
-      RECORD_USER_SCOPE("giant::optimizer");
-      const bool sharded = s.sharded();
-      grad_norm = optim::global_grad_norm(s.updated, s.updated_is_shard, s.mesh ? &s.mesh->tp() : nullptr,
-                                          sharded ? &s.mesh->dp_grads() : nullptr) /
-                  loss_scale;
-      const bool finite = s.on_every_rank(std::isfinite(loss) && std::isfinite(grad_norm));
-      // With loss scaling, gradients that overflowed (from a finite loss) lower the scale.
-      overflowed = s.loss_scaler && std::isfinite(loss) && !finite;
-      applied = !overflowed && step_guard.accept(step + 1, finite, loss, grad_norm);
-      if (s.loss_scaler) s.loss_scaler->update(overflowed);
-      if (overflowed) ++loss_scale_skips;
-      if (applied) {
-        // Unscaling and clipping inside the update's own pass over the gradients.
-        s.optimizer->step(lr, optim::clip_coefficient(grad_norm, t.grad_clip) / loss_scale);
-        if (s.masters) s.masters->copy_to_compute();
-        if (sharded) s.reducer->gather_parameters_async();  // waited for by the next forward
-      }
-    }
-    const double optimizer_s = optimizer_watch.seconds();
+    const double loss = s.dp_mean(accumulated.loss);
+    const State::Update update = s.update(step, loss, loss_scale, step_guard, report);
+    if (update.overflowed) ++loss_scale_skips;
+    report.optimizer_s = optimizer_watch.seconds();
     const double step_s = step_watch.seconds();
     if (trace && step + 1 == t.trace_steps) {
       trace.reset();  // writes the file
@@ -457,29 +508,19 @@ TrainSummary Trainer::run() {
                       (s.out_dir / "trace.json").string());
     }
 
-    StepReport report;
-    report.step = step + 1;
-    report.total_steps = t.steps;
     report.loss = loss;
-    report.lr = lr;
-    report.grad_norm = grad_norm;
     report.step_s = step_s;
     report.tokens_per_s = tokens_per_step / step_s;
     report.mfu = summary.model_flops_per_step / step_s / world_flops;
-    report.data_s = data_s;
-    report.forward_s = forward_s;
-    report.backward_s = backward_s;
-    report.optimizer_s = optimizer_s;
     report.elapsed_s = run_watch.seconds();
-    report.skipped = !applied;
     report.loss_scale = s.loss_scaler ? loss_scale : 0.0;
     s.progress.step(report);
-    if (overflowed) {
+    if (update.overflowed) {
       s.progress.line("step " + std::to_string(step + 1) + " skipped: gradients overflowed at loss scale " +
                       fixed(loss_scale, 0) + " (now " + fixed(s.loss_scaler->scale(), 0) + ")");
-    } else if (!applied) {
+    } else if (report.skipped) {
       s.progress.line("step " + std::to_string(step + 1) + " skipped: loss " + std::to_string(loss) +
-                      ", gradient norm " + std::to_string(grad_norm) + " (not finite)");
+                      ", gradient norm " + std::to_string(report.grad_norm) + " (not finite)");
     }
     if (s.metrics) s.metrics->step(report, comm_wait_s);
     if (s.tensorboard) s.tensorboard->step(report);
@@ -516,19 +557,7 @@ TrainSummary Trainer::run() {
   summary.comm_wait_s_median = median(comm_waits);
   summary.seconds = run_watch.seconds();
 
-  if (t.sample_tokens > 0) {
-    SampleOptions options;
-    options.prompt = t.sample_prompt;
-    options.tokens = t.sample_tokens;
-    options.temperature = t.sample_temperature;
-    options.vocab = c.model.vocab;
-    options.seq_len = c.model.seq_len;
-    options.seed = static_cast<uint64_t>(t.seed);
-    // A byte-level model samples any bytes: the text everyone sees is valid
-    // UTF-8 without terminal controls (the console, sample.txt, metrics.jsonl).
-    summary.sample = printable_utf8(generate_text(s.model, *s.tokenizer, options, s.tp));
-    if (s.leader) std::ofstream(s.out_dir / "sample.txt", std::ios::trunc) << summary.sample << '\n';
-  }
+  if (t.sample_tokens > 0) summary.sample = s.write_sample();
   if (s.metrics) s.metrics->summary(summary);
   return summary;
 }
