@@ -10,14 +10,16 @@
 
 namespace giant::train {
 
-double measure_gemm_flops(int64_t m, int64_t n, int64_t k, int repetitions, Precision precision) {
+double measure_gemm_flops(int64_t m, int64_t n, int64_t k, Precision precision, int min_repetitions,
+                          double min_seconds) {
   torch::NoGradGuard no_grad;
   const auto options = torch::TensorOptions().dtype(scalar_type_of(precision));
   const torch::Tensor a = torch::rand({m, k}).to(options), b = torch::rand({k, n}).to(options);
   torch::Tensor c = torch::empty({m, n}, options);
   torch::mm_out(c, a, b);  // warm-up: pages, BLAS buffers, threads
   std::vector<double> seconds;
-  for (int i = 0; i < std::max(repetitions, 1); ++i) {
+  Stopwatch total;
+  while (static_cast<int>(seconds.size()) < std::max(min_repetitions, 1) || total.seconds() < min_seconds) {
     Stopwatch watch;
     torch::mm_out(c, a, b);
     seconds.push_back(watch.seconds());

@@ -59,8 +59,10 @@ std::string resolve_precision(RunConfig& config) {
   if (t.precision_auto) {
     torch::set_num_threads(static_cast<int>(t.threads));
     // 512^3: long enough to time, short enough to probe at every start.
-    double fp32 = measure_gemm_flops(512, 512, 512, 3, Precision::fp32), bf16 = 0;
-    if (unsupported_reason(Precision::bf16).empty()) bf16 = measure_gemm_flops(512, 512, 512, 3, Precision::bf16);
+    double fp32 = measure_gemm_flops(512, 512, 512, Precision::fp32, 3, 0.02), bf16 = 0;
+    if (unsupported_reason(Precision::bf16).empty()) {
+      bf16 = measure_gemm_flops(512, 512, 512, Precision::bf16, 3, 0.02);
+    }
     t.precision = choose_automatic_precision(fp32, bf16);
     t.precision_auto = false;
     why = " (auto: bf16 matrix products at " + format("%.0f", bf16 / 1e9) + " GFLOP/s against fp32's " +
