@@ -255,6 +255,11 @@ TEST(LossScaling, AnOverflowOnOneRankSkipsTheStepEverywhere) {
     expect_same_parameters(runs[0].final_params, runs[1].final_params, "the ranks agree");
     const auto steps = step_records(dir.path() + "/out/metrics.jsonl");
     ASSERT_EQ(steps.size(), 9u);
+    bool curve = false;  // the scale is a TensorBoard curve too (its tag is stored as text)
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path() + "/out/tensorboard")) {
+      curve = curve || test::read_file(entry.path().string()).find("optim/loss_scale") != std::string::npos;
+    }
+    EXPECT_TRUE(curve);
     const double s = 65536;
     const std::vector<double> scales{s, s, s, s / 2, s / 2, s / 2, s / 2, s, s};
     for (size_t i = 0; i < steps.size(); ++i) {
