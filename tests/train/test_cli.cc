@@ -11,6 +11,7 @@
 #include <regex>
 #include <string>
 
+#include "giant/train/precision_choice.h"
 #include "train/support/train_test_support.h"
 
 namespace {
@@ -83,6 +84,11 @@ TEST(Cli, TrainExitCodes) {
   expect_bad_input("train a.toml b.toml", "giant train: ");  // CLI11: 109
   expect_bad_input("train --set", "giant train: ");          // CLI11: 114
   expect_bad_input("train --log-level loud", "unknown log level 'loud'");
+  expect_bad_input("train --set train.precision=fp8", "'train.precision': must be fp32, bf16 or fp16 (or auto)");
+  // Where the device has no fp16 kernels (libtorch 1.13 on a CPU), fp16 is bad input, refused before any work.
+  if (!giant::train::unsupported_reason(giant::Precision::fp16).empty()) {
+    expect_bad_input("train --set train.precision=fp16", "fp16 is not available on this device");
+  }
 }
 
 TEST(Cli, UnknownKeysSayTheNearestOne) {
