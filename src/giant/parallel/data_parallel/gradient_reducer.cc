@@ -59,7 +59,8 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
   int64_t bytes = 0;
   for (size_t i = parameters_.size(); i-- > 0;) {
     const at::Tensor& p = parameters_[i];
-    const int64_t size = p.numel() * static_cast<int64_t>(grad_dtype ? c10::elementSize(*grad_dtype) : p.element_size());
+    const int64_t element_bytes = grad_dtype ? c10::elementSize(*grad_dtype) : p.element_size();
+    const int64_t size = p.numel() * element_bytes;
     const bool fits = !groups.empty() && bytes + size <= bucket_bytes &&
                       parameters_[groups.back().front()].scalar_type() == p.scalar_type() &&
                       parameters_[groups.back().front()].device() == p.device();
@@ -193,24 +194,21 @@ void GradientReducer::adopt_gradient(size_t parameter) {
   const at::Tensor& view = grad_views_[parameter];
   if (grad.is_same(view)) return;  // accumulated in place
   at::NoGradGuard no_grad;
-  if (other_dtype_[parameter]) {
-    if (view_has_step_[parameter]) {
-      if (grad.defined()) view.add_(grad);
-    } else if (grad.defined()) {
-      view.copy_(grad);
-    } else {
-      view.zero_();
-    }
-    view_has_step_[parameter] = true;
-    grad.reset();
-    return;
-  }
-  if (grad.defined()) {
+  if (view_has_step_[parameter]) {
+    if (grad.defined()) view.add_(grad);  // another dtype's later micro-batch
+  } else if (grad.defined()) {
     view.copy_(grad);
   } else {
     view.zero_();
   }
-  grad = view;
+  view_has_step_[parameter] = true;
+  // The bucket's own dtype accumulates in place from now on; another dtype
+  // comes fresh each micro-batch and is added above.
+  if (other_dtype_[parameter]) {
+    grad.reset();
+  } else {
+    grad = view;
+  }
 }
 
 void GradientReducer::begin_micro_batch(bool last) {

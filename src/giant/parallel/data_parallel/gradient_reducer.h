@@ -138,7 +138,7 @@ class GradientReducer {
   std::vector<size_t> owned_source_;
   std::vector<int64_t> owned_offset_;
   std::vector<bool> other_dtype_;     // the parameter's dtype is not its bucket's
-  std::vector<bool> view_has_step_;   // other dtype: the view holds this step's gradient
+  std::vector<bool> view_has_step_;   // the view holds this step's gradient (since zero_grad)
   const bool shard_optimizer_;
   size_t next_launch_ = 0;
   bool last_micro_batch_ = true;
