@@ -176,11 +176,9 @@ struct Trainer::State {
   Accumulated accumulate_gradients(int64_t step, double loss_scale, StepReport& report);
 
   // The update after backward, or the decision to skip it (the same on
-  // every rank). Fills the report's gradient norm and `skipped`.
-  struct Update {
-    bool overflowed = false;  // skipped as a loss-scale overflow
-  };
-  Update update(int64_t step, double loss, double loss_scale, StepGuard& step_guard, StepReport& report);
+  // every rank). Fills the report's gradient norm and `skipped`; true when
+  // the step was skipped as a loss-scale overflow.
+  bool update(int64_t step, double loss, double loss_scale, StepGuard& step_guard, StepReport& report);
 
   void describe_run(const TrainSummary& summary);  // the layout and model lines at the start
   std::string write_sample();                      // generates the sample; rank 0 writes sample.txt
@@ -410,26 +408,25 @@ Trainer::State::Accumulated Trainer::State::accumulate_gradients(int64_t step, d
   return result;
 }
 
-Trainer::State::Update Trainer::State::update(int64_t step, double loss, double loss_scale, StepGuard& step_guard,
-                                              StepReport& report) {
+bool Trainer::State::update(int64_t step, double loss, double loss_scale, StepGuard& step_guard,
+                            StepReport& report) {
   RECORD_USER_SCOPE("giant::optimizer");
   const bool shards = sharded();
   report.grad_norm = optim::global_grad_norm(updated, updated_is_shard, mesh ? &mesh->tp() : nullptr,
                                              shards ? &mesh->dp_grads() : nullptr) /
                      loss_scale;
   const bool finite = on_every_rank(std::isfinite(loss) && std::isfinite(report.grad_norm));
-  Update result;
   // With loss scaling, gradients that overflowed (from a finite loss) lower the scale.
-  result.overflowed = loss_scaler && std::isfinite(loss) && !finite;
-  const bool applied = !result.overflowed && step_guard.accept(step + 1, finite, loss, report.grad_norm);
-  if (loss_scaler) loss_scaler->update(result.overflowed);
+  const bool overflowed = loss_scaler && std::isfinite(loss) && !finite;
+  const bool applied = !overflowed && step_guard.accept(step + 1, finite, loss, report.grad_norm);
+  if (loss_scaler) loss_scaler->update(overflowed);
   report.skipped = !applied;
-  if (!applied) return result;
+  if (!applied) return overflowed;
   // Unscaling and clipping inside the update's own pass over the gradients.
   optimizer->step(report.lr, optim::clip_coefficient(report.grad_norm, config.train.grad_clip) / loss_scale);
   if (masters) masters->copy_to_compute();
   if (shards) reducer->gather_parameters_async();  // waited for by the next forward
-  return result;
+  return false;
 }
 
 void Trainer::State::describe_run(const TrainSummary& summary) {
@@ -498,8 +495,8 @@ TrainSummary Trainer::run() {
 
     Stopwatch optimizer_watch;
     const double loss = s.dp_mean(accumulated.loss);
-    const State::Update update = s.update(step, loss, loss_scale, step_guard, report);
-    if (update.overflowed) ++loss_scale_skips;
+    const bool overflowed = s.update(step, loss, loss_scale, step_guard, report);
+    if (overflowed) ++loss_scale_skips;
     report.optimizer_s = optimizer_watch.seconds();
     const double step_s = step_watch.seconds();
     if (trace && step + 1 == t.trace_steps) {
@@ -515,7 +512,7 @@ TrainSummary Trainer::run() {
     report.elapsed_s = run_watch.seconds();
     report.loss_scale = s.loss_scaler ? loss_scale : 0.0;
     s.progress.step(report);
-    if (update.overflowed) {
+    if (overflowed) {
       s.progress.line("step " + std::to_string(step + 1) + " skipped: gradients overflowed at loss scale " +
                       fixed(loss_scale, 0) + " (now " + fixed(s.loss_scaler->scale(), 0) + ")");
     } else if (report.skipped) {
