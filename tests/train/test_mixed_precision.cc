@@ -27,18 +27,10 @@
 namespace giant::train {
 namespace {
 
+using test::error_key;
 using test::keys_with;
 using test::TempDir;
 
-template <class F>
-std::string error_key(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.key();
-  }
-  return "none";
-}
 
 std::vector<std::string> small_run(const TempDir& dir) {
   std::string text;
@@ -186,8 +178,7 @@ struct RankRun {
 };
 
 // dp=2 as threads; rank 1 makes every gradient infinite at the given steps.
-std::vector<RankRun> run_with_overflows(const TempDir& dir, std::vector<std::string> o,
-                                        const std::vector<int64_t>& overflow_steps) {
+std::vector<RankRun> run_with_overflows(std::vector<std::string> o, const std::vector<int64_t>& overflow_steps) {
   o.insert(o.end(), {"parallel.dp=2", "train.micro_batch=2"});
   auto store = std::make_shared<ccl::MemoryStore>();
   std::vector<RankRun> runs(2);
@@ -225,7 +216,6 @@ std::vector<RankRun> run_with_overflows(const TempDir& dir, std::vector<std::str
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  (void)dir;
   return runs;
 }
 
@@ -245,7 +235,7 @@ TEST(LossScaling, AnOverflowOnOneRankSkipsTheStepEverywhere) {
     auto o = small_run(dir);
     o.insert(o.end(), {"train.precision=bf16", "train.loss_scaling=dynamic", "train.loss_scale_window=4",
                        "train.steps=9", std::string("parallel.zero=") + zero});
-    const auto runs = run_with_overflows(dir, o, {1, 2});
+    const auto runs = run_with_overflows(o, {1, 2});
     for (const RankRun& r : runs) {
       EXPECT_EQ(r.summary.skipped_steps, 2);
       EXPECT_EQ(r.summary.final_loss_scale, 65536);
@@ -274,7 +264,7 @@ TEST(LossScaling, WithoutItTheGuardSkipsOnEveryRankToo) {
   TempDir dir;
   auto o = small_run(dir);
   o.insert(o.end(), {"train.precision=fp32", "train.steps=5"});
-  const auto runs = run_with_overflows(dir, o, {2});
+  const auto runs = run_with_overflows(o, {2});
   for (const RankRun& r : runs) {
     EXPECT_EQ(r.summary.skipped_steps, 1);
     EXPECT_EQ(r.summary.final_loss_scale, 0);

@@ -28,20 +28,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test::error_key;
 using test::keys_with;
 using test::read_file;
 using test::TempDir;
 
-// The key a ConfigError names, or "none".
-template <class F>
-std::string error_key(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.key();
-  }
-  return "none";
-}
 
 TEST(RunConfig, DefaultsAreValid) {
   Tunables keys = keys_with({});

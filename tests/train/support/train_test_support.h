@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "giant/base/error.h"
 #include "giant/base/tunables.h"
 #include "giant/train/run_config.h"
 
@@ -45,7 +46,6 @@ inline std::string read_file(const std::string& path) {
   return text.str();
 }
 
-// Every run key with its default, then the overrides ("key=value") applied.
 // The run's keys with `overrides` applied, in float32 unless they set
 // train.precision (tests state the precision: auto would probe the machine).
 inline Tunables keys_with(const std::vector<std::string>& overrides) {
@@ -54,6 +54,17 @@ inline Tunables keys_with(const std::vector<std::string>& overrides) {
   apply_override(keys, "train.precision=\"fp32\"");
   for (const auto& o : overrides) apply_override(keys, o);
   return keys;
+}
+
+// The key of the ConfigError that f() throws, or "none".
+template <class F>
+std::string error_key(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.key();
+  }
+  return "none";
 }
 
 }  // namespace giant::train::test
