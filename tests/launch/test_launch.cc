@@ -17,16 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "launch/support/launch_cli.h"
 #include "launch/support/launch_runner.h"
 #include "launch/support/test_namespace.h"
 
 namespace giant::launch::test {
 namespace {
 
-#ifndef GIANT_LAUNCH_TEST_CLI
-#error "GIANT_LAUNCH_TEST_CLI is set by src/giant/launch/CMakeLists.txt"
-#endif
-constexpr const char* kCli = GIANT_LAUNCH_TEST_CLI;
 constexpr const char* kRankProgram = GIANT_LAUNCH_TEST_RANK;
 
 using Clock = std::chrono::steady_clock;
@@ -35,11 +32,6 @@ double seconds_since(Clock::time_point start) {
 }
 
 std::vector<std::string> sh(const std::string& script) { return {"/bin/sh", "-c", script}; }
-
-std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // Rank pids (pid.R) and the pids of the sleeps they started (child.R).
 std::vector<pid_t> recorded_pids(const std::string& dir, int nproc, bool children) {

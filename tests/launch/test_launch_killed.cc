@@ -13,26 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "launch/support/launch_cli.h"
 #include "launch/support/launch_runner.h"
 #include "launch/support/test_namespace.h"
 
 namespace giant::launch::test {
 namespace {
 
-#ifndef GIANT_LAUNCH_TEST_CLI
-#error "GIANT_LAUNCH_TEST_CLI is set by src/giant/launch/CMakeLists.txt"
-#endif
-constexpr const char* kCli = GIANT_LAUNCH_TEST_CLI;
 // The ranks must be gone within about a second; the bound leaves room for a
 // loaded machine, and the wait ends as soon as they are.
 constexpr double kBoundSeconds = 3.0;
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // A silent rank: records its pid (pid.R), that of a sleep it starts
 // (child.R) and its secret file's path (secret.R), then waits, with its
