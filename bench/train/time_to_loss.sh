@@ -9,6 +9,7 @@
 # (or `reached=false` after train.steps), then `summary fp32_over_bf16_seconds=..`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source bench/train/common.sh
 build_dir=build
 target=2.0
 eval_every=25
@@ -52,7 +53,7 @@ for line in open(sys.argv[1]):
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   pid=
-  tokens=$(grep -o '"tokens_per_s":[0-9.]*' "$metrics" | tail -20 | sed 's/.*://' | sort -g | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : "NA")}')
+  tokens=$(grep -o '"tokens_per_s":[0-9.]*' "$metrics" | tail -20 | sed 's/.*://' | median)
   if [[ -z $found ]]; then
     echo "bench=train_time_to_loss precision=$p target=$target reached=false"
     continue
