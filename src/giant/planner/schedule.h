@@ -1,0 +1,140 @@
+// Pipeline schedules as data: for each pipeline rank the ordered list of
+// actions it runs in one training step. One definition, used by the planner's
+// simulator and by the trainer's pipeline executor alike (torch-free).
+//
+// Stages are numbered as in Megatron: with v chunks per rank (interleaved),
+// rank r holds stages r, p + r, ..., (v - 1) p + r; stage s runs on rank
+// s % p. Stage 0 takes the data, stage p v - 1 computes the loss.
+//
+// A generator gives each rank its compute actions (forward, backward; the
+// weight-gradient kind is reserved for zero-bubble schedules, where backward
+// then means the input gradient only). lower_communication() inserts the
+// point-to-point actions: a send right after the compute that produced the
+// tensor, and each receive posted before the compute action that precedes
+// the one needing it (so the transfer overlaps that compute), the first
+// ones at the start. An executor posts a receive where it stands in the list
+// and waits for it just before the compute that consumes it; sends never
+// block. The simulator runs the lists with the same rules.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "giant/planner/layout.h"
+
+namespace giant::planner {
+
+enum class ActionKind : uint8_t {
+  forward,          // the stage's layers on one micro-batch (the last stage: and the loss)
+  backward,         // input and weight gradients (zero-bubble: input gradients only)
+  weight_gradient,  // zero-bubble schedules only: the weight gradients of a backward
+  send_activation,  // the forward's output to stage + 1
+  recv_activation,  // the input of a forward, from stage - 1
+  send_gradient,    // the backward's input gradient to stage - 1
+  recv_gradient,    // the output gradient of a backward, from stage + 1
+};
+const char* action_kind_name(ActionKind kind);
+bool is_compute(ActionKind kind);
+
+struct Action {
+  ActionKind kind = ActionKind::forward;
+  int stage = 0;            // the stage the action belongs to (its compute's stage)
+  int64_t micro_batch = 0;
+  // Send and receive: the stage at the other end (stage + 1 or stage - 1).
+  int peer_stage = -1;
+
+  bool operator==(const Action& other) const {
+    return kind == other.kind && stage == other.stage && micro_batch == other.micro_batch &&
+           peer_stage == other.peer_stage;
+  }
+};
+// "F3.1" (forward of stage 3, micro-batch 1), "B3.1", "W3.1", "sA3>4.1", "rA3<2.1", "sG3>2.1", "rG3<4.1".
+std::string describe(const Action& action);
+
+struct PipelineShape {
+  Schedule schedule = Schedule::one_f_one_b;
+  int pp = 1;              // pipeline ranks
+  int virtual_stages = 1;  // chunks per rank (interleaved only)
+  int64_t micro_batches = 1;
+
+  int stages() const { return pp * virtual_stages; }
+  int rank_of_stage(int stage) const { return stage % pp; }
+};
+
+// ConfigError naming the key and the rule when the shape cannot be
+// scheduled: parallel.pp or parallel.virtual_stages below 1,
+// parallel.virtual_stages > 1 without the interleaved schedule, interleaved
+// with pp < 2, or interleaved with a micro-batch count that is not a
+// multiple of pp (named as train.global_batch, which sets it with
+// parallel.dp and train.micro_batch).
+void check_pipeline_shape(const PipelineShape& shape);
+
+struct PipelineSchedule {
+  PipelineShape shape;
+  std::vector<std::vector<Action>> ranks;  // [pp rank] -> its actions in order
+};
+
+// Compute actions only (check_pipeline_shape first).
+// GPipe: every forward, then the backwards in reverse micro-batch order.
+// 1F1B: p - r - 1 warm-up forwards on rank r (at most m), then one forward
+// and one backward alternately, then the remaining backwards.
+// Interleaved: Megatron's order, (p - r - 1) x 2 + (v - 1) x p warm-up
+// forwards over the chunks in groups of p micro-batches.
+PipelineSchedule generate_schedule(const PipelineShape& shape);
+// Forward only (evaluation): each rank runs its stages' forwards, chunk by
+// chunk, each over every micro-batch in order. Lowered like the others.
+PipelineSchedule generate_forward_only(const PipelineShape& shape);
+
+// Adds the sends and receives (see the top of this file). Idempotent
+// inputs only: the schedule must hold compute actions alone.
+PipelineSchedule lower_communication(const PipelineSchedule& compute);
+
+// Throws giant::Error naming the rule and the action when a lowered
+// schedule is not valid: a stage on a rank other than rank_of_stage; each
+// (stage, micro-batch) forward exactly once and, unless forward-only,
+// backward exactly once, after its forward on that rank; every send matched
+// by exactly one receive of the same tensor on the peer's rank, every
+// receive by a send; a receive before the compute that consumes it.
+void validate_schedule(const PipelineSchedule& lowered);
+
+// Seconds per action, by stage (one micro-batch).
+struct ActionCosts {
+  std::vector<double> forward_s;          // [stage]
+  std::vector<double> backward_s;         // [stage]
+  std::vector<double> weight_gradient_s;  // [stage]; empty: none
+  double transfer_s = 0;                  // one activation or gradient between ranks
+  // Equal costs for every stage.
+  static ActionCosts uniform(int stages, double forward_s, double backward_s, double transfer_s = 0);
+};
+
+struct TimedAction {
+  Action action;
+  double start_s = 0, end_s = 0;  // compute; a send or receive: when it was issued (both)
+};
+
+struct SimulationResult {
+  bool deadlocked = false;
+  std::string deadlock;        // when deadlocked: what each blocked rank waits for
+  double step_s = 0;           // until the last rank's last action ends
+  double bubble_fraction = 0;  // idle share of ranks x step_s: 1 - busy / (p step_s)
+  std::vector<double> busy_s;  // [rank] compute seconds
+  // [stage] the most micro-batches whose forward ran and whose backward has
+  // not yet (the activations a stage keeps at once).
+  std::vector<int64_t> peak_in_flight;
+  std::vector<std::vector<TimedAction>> timeline;  // [rank] in order
+};
+
+// Runs every rank's lowered list: a compute starts when the rank is free and
+// its input has arrived (transfer_s after the producer's compute ended);
+// sends and receives take no rank time. Costs need one entry per stage.
+SimulationResult simulate_schedule(const PipelineSchedule& lowered, const ActionCosts& costs);
+
+// The timeline as a grid, one row per rank, one column per `column_s`
+// seconds (0: the shortest action), each cell the compute running then
+// ("F3.1"-style labels, shortened to fit `cell_width`) or blank when idle;
+// a header with the schedule, the step time and the bubble.
+std::string render_schedule_grid(const PipelineSchedule& lowered, const SimulationResult& simulated,
+                                 double column_s = 0, int cell_width = 6);
+
+}  // namespace giant::planner
