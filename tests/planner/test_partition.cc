@@ -207,6 +207,12 @@ TEST(Partition, GptBlocksBalancedWithEmbeddingFirstAndHeadLast) {
   EXPECT_EQ(partition_layers(gpt_layers(3, embedding, block), 2, "type:GptBlock"), (StageBounds{0, 2, 6}));
   // The embedding outweighs 5 blocks: a stage of its own, then 4 blocks on each other stage.
   EXPECT_EQ(partition_layers(gpt_layers(12, embedding, block), 4, "parameters"), (StageBounds{0, 1, 5, 9, 15}));
+  // The bench model (hidden 256, 384 padded vocabulary rows + 128 positions)
+  // under the default parameters: one or two blocks a stage, as the planner assumes.
+  const int64_t bench_embedding = (384 + 128) * 256, bench_block = 12 * 256 * 256 + 13 * 256;
+  EXPECT_EQ(partition_layers(gpt_layers(4, bench_embedding, bench_block), 2, "parameters"), (StageBounds{0, 3, 7}));
+  EXPECT_EQ(partition_layers(gpt_layers(4, bench_embedding, bench_block), 4, "parameters"),
+            (StageBounds{0, 2, 3, 4, 7}));
   // A small vocabulary: parameters balances blocks and embedding together.
   EXPECT_EQ(partition_layers(gpt_layers(4, 1000, 1000), 2, "parameters"), (StageBounds{0, 3, 7}));
   EXPECT_EQ(partition_layers(gpt_layers(4, 1000, 1000), 2, "uniform"), (StageBounds{0, 4, 7}));
