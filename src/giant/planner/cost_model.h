@@ -11,6 +11,7 @@
 #include "giant/planner/memory_model.h"
 #include "giant/planner/model_spec.h"
 #include "giant/planner/run_precision.h"
+#include "giant/planner/schedule.h"
 
 namespace giant::planner {
 
@@ -47,5 +48,12 @@ struct CostOptions {
 // for the model (Layout::why_invalid empty).
 Estimate estimate_layout(const ModelSpec& model, const ClusterSpec& cluster, const Layout& layout,
                          const CostOptions& options = {});
+
+// What the layout's pipeline simulation runs on: each stage's forward and
+// backward per micro-batch (compute, its tensor-parallel collectives and
+// ZeRO-3 gathers where they are longer) and one transfer between stages.
+// Same preconditions as estimate_layout.
+ActionCosts pipeline_action_costs(const ModelSpec& model, const ClusterSpec& cluster, const Layout& layout,
+                                  const CostOptions& options = {});
 
 }  // namespace giant::planner

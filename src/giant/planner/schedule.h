@@ -15,9 +15,13 @@
 // ones at the start. An executor posts a receive where it stands in the list
 // and waits for it just before the compute that consumes it; sends never
 // block. The simulator runs the lists with the same rules.
+//
+// Neighbouring stages are always on different ranks when pp > 1; with
+// pp = 1 there is one stage and nothing to send.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +39,9 @@ enum class ActionKind : uint8_t {
   recv_gradient,    // the output gradient of a backward, from stage + 1
 };
 const char* action_kind_name(ActionKind kind);
-bool is_compute(ActionKind kind);
+inline bool is_compute(ActionKind kind) {
+  return kind == ActionKind::forward || kind == ActionKind::backward || kind == ActionKind::weight_gradient;
+}
 
 struct Action {
   ActionKind kind = ActionKind::forward;
@@ -65,17 +71,20 @@ struct PipelineShape {
 // ConfigError naming the key and the rule when the shape cannot be
 // scheduled: parallel.pp or parallel.virtual_stages below 1,
 // parallel.virtual_stages > 1 without the interleaved schedule, interleaved
-// with pp < 2, or interleaved with a micro-batch count that is not a
-// multiple of pp (named as train.global_batch, which sets it with
-// parallel.dp and train.micro_batch).
+// with pp < 2 (parallel.schedule), fewer than one micro-batch, or
+// interleaved with a micro-batch count that is not a multiple of pp (both
+// named as train.global_batch, which sets the count with parallel.dp and
+// train.micro_batch). Interleaved with v = 1 is allowed and runs 1F1B's
+// order.
 void check_pipeline_shape(const PipelineShape& shape);
 
 struct PipelineSchedule {
   PipelineShape shape;
+  bool forward_only = false;               // evaluation: forwards (and their activations' traffic) only
   std::vector<std::vector<Action>> ranks;  // [pp rank] -> its actions in order
 };
 
-// Compute actions only (check_pipeline_shape first).
+// Compute actions only. Both generators call check_pipeline_shape first.
 // GPipe: every forward, then the backwards in reverse micro-batch order.
 // 1F1B: p - r - 1 warm-up forwards on rank r (at most m), then one forward
 // and one backward alternately, then the remaining backwards.
@@ -86,16 +95,30 @@ PipelineSchedule generate_schedule(const PipelineShape& shape);
 // chunk, each over every micro-batch in order. Lowered like the others.
 PipelineSchedule generate_forward_only(const PipelineShape& shape);
 
-// Adds the sends and receives (see the top of this file). Idempotent
-// inputs only: the schedule must hold compute actions alone.
+// Adds the sends and receives (see the top of this file). The input must
+// hold compute actions only (lowering twice is an error, not a no-op).
 PipelineSchedule lower_communication(const PipelineSchedule& compute);
+
+// The receive a compute action needs posted before it (its input comes
+// from a stage on another rank): rA s<s-1 for a forward of stage s > 0,
+// rG s<s+1 for a backward of a stage before the last; none otherwise.
+std::optional<Action> input_receive(const PipelineShape& shape, const Action& compute);
+// The send of a compute action's output to a stage on another rank:
+// sA s>s+1 after a forward before the last stage, sG s>s-1 after a
+// backward of stage s > 0; none otherwise (weight gradients stay local).
+std::optional<Action> output_send(const PipelineShape& shape, const Action& compute);
 
 // Throws giant::Error naming the rule and the action when a lowered
 // schedule is not valid: a stage on a rank other than rank_of_stage; each
 // (stage, micro-batch) forward exactly once and, unless forward-only,
-// backward exactly once, after its forward on that rank; every send matched
-// by exactly one receive of the same tensor on the peer's rank, every
-// receive by a send; a receive before the compute that consumes it.
+// backward exactly once, after its forward on that rank; weight gradients
+// either for none or for every backward, each once, after it; every send
+// matched by exactly one receive of the same tensor on the peer's rank,
+// every receive by a send; a send after the compute producing it; a
+// receive before the compute that consumes it, and none missing. The
+// message reads "invalid pipeline schedule (rule: RULE): ..." and names the
+// action with describe(). It checks order and matching only: whether the
+// ranks can run their lists without deadlock is the simulator's to say.
 void validate_schedule(const PipelineSchedule& lowered);
 
 // Seconds per action, by stage (one micro-batch).
@@ -120,21 +143,48 @@ struct SimulationResult {
   double bubble_fraction = 0;  // idle share of ranks x step_s: 1 - busy / (p step_s)
   std::vector<double> busy_s;  // [rank] compute seconds
   // [stage] the most micro-batches whose forward ran and whose backward has
-  // not yet (the activations a stage keeps at once).
+  // not yet (the activations a stage keeps at once); all 0 forward-only,
+  // where nothing is kept for a backward.
   std::vector<int64_t> peak_in_flight;
   std::vector<std::vector<TimedAction>> timeline;  // [rank] in order
 };
 
 // Runs every rank's lowered list: a compute starts when the rank is free and
-// its input has arrived (transfer_s after the producer's compute ended);
-// sends and receives take no rank time. Costs need one entry per stage.
+// its input has arrived (transfer_s after the producer's compute ended when
+// the producer is on another rank, its end on the same rank; a backward
+// also after its own forward, a weight gradient after its backward); sends
+// and receives take no rank time, so the compute lists alone (before
+// lowering) run to the same times. Costs need one entry per stage
+// (weight_gradient_s only when the schedule has weight gradients). When no
+// rank can go on, the result is deadlocked and says, for each rank left,
+// the action it stands at and what that waits for. Validate a hand-made
+// schedule first: the simulator checks only what it needs to run (each
+// stage on its rank, indices in range).
 SimulationResult simulate_schedule(const PipelineSchedule& lowered, const ActionCosts& costs);
 
+struct SimulationOptions {
+  // false: leave SimulationResult::timeline empty. Writing it costs several
+  // times the rest of the simulation, and the search, which simulates
+  // hundreds of layouts, needs only the step, the bubble and the busy times.
+  bool timeline = true;
+};
+SimulationResult simulate_schedule(const PipelineSchedule& lowered, const ActionCosts& costs,
+                                   const SimulationOptions& options);
+
 // The timeline as a grid, one row per rank, one column per `column_s`
-// seconds (0: the shortest action), each cell the compute running then
-// ("F3.1"-style labels, shortened to fit `cell_width`) or blank when idle;
-// a header with the schedule, the step time and the bubble.
+// seconds (0: the shortest compute action), each cell the compute running at
+// the column's middle: its label ("F3.1"-style, cut to cell_width - 1
+// characters) where it begins, dashes where it goes on, blank when idle; a
+// header with the schedule, p, v, m, the step time and the bubble. One
+// line per rank however long: page wide grids with `less -S`.
 std::string render_schedule_grid(const PipelineSchedule& lowered, const SimulationResult& simulated,
                                  double column_s = 0, int cell_width = 6);
+
+// The closed form for equal stages: (m + p - 1)(f + b) for GPipe and 1F1B,
+// m (f + b) + (p - 1)(f + b) / v interleaved, where f and b are a rank's
+// time per micro-batch (all its chunks); transfers ignored. What the search
+// ranks every layout by before simulating the best.
+double pipeline_closed_form_s(int pp, int virtual_stages, int64_t micro_batches, Schedule schedule,
+                              double rank_forward_s, double rank_backward_s);
 
 }  // namespace giant::planner
