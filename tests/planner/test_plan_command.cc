@@ -109,6 +109,37 @@ TEST(PlanCommand, OneLayout) {
   EXPECT_NE(bad.err.find("--layout"), std::string::npos) << bad.err;
 }
 
+TEST(PlanCommand, ShowScheduleDrawsTheChosenPlansPipeline) {
+  const std::string model = ::testing::TempDir() + std::to_string(getpid()) + "-schedule-model.toml";
+  std::ofstream(model) << "[model]\nlayers = 4\nhidden = 256\nheads = 4\nseq_len = 128\nvocab = 512\n"
+                          "[train]\nglobal_batch = 8\n";
+  const std::vector<std::string> base = {"--model", model, "--cluster", "v100-tcp", "--hosts", "1", "--top", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    return plan(extra);
+  };
+  const PlanOutput r = with({"--layout", "tp=1,pp=2,dp=4,mb=1,schedule=1f1b", "--show-schedule"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nschedule of tp=1 pp=2 dp=4 mb=1 1f1b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("schedule 1f1b, p=2 v=1 m=2: step "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 0 |F0.0  F0.1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 1 |      F1.0  B1.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peak micro-batches in flight per stage: 2 1\n"), std::string::npos) << r.out;
+  // The cost model's times: the last stage's backward (with the logits)
+  // outlasts a column, and the transfers leave rank 0 waiting.
+  EXPECT_NE(r.out.find("B1.0---"), std::string::npos) << r.out;
+
+  const PlanOutput interleaved = with({"--layout", "tp=2,pp=2,dp=2,mb=1,schedule=interleaved,v=2", "--show-schedule"});
+  ASSERT_EQ(interleaved.code, 0) << interleaved.err;
+  EXPECT_NE(interleaved.out.find("schedule interleaved, p=2 v=2 m=4: "), std::string::npos) << interleaved.out;
+  EXPECT_NE(interleaved.out.find("F3.0"), std::string::npos) << interleaved.out;
+
+  EXPECT_EQ(with({}).out.find("rank 0 |"), std::string::npos) << "no grid unless asked";
+  const PlanOutput json = with({"--show-schedule", "--json"});
+  EXPECT_EQ(json.code, 2);
+  EXPECT_NE(json.err.find("'--show-schedule': draws a text grid: leave out --json"), std::string::npos) << json.err;
+}
+
 TEST(PlanCommand, CompareBaselines) {
   const PlanOutput r = plan({"--model", "gpt-13b", "--cluster", "a100-40g-tcp", "--compare-baselines"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -137,6 +137,7 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
       throw ConfigError("--layout", "tp x pp x dp = " + std::to_string(probe.devices()) + " but cluster " +
                                         cluster.name + " has " + std::to_string(cluster.devices()) + " devices");
   }
+  if (a.show_schedule && a.json) throw ConfigError("--show-schedule", "draws a text grid: leave out --json");
   const SearchResult result = search_layouts(model, cluster, options);
   if (a.json) {
     print_plans_json(model, cluster, result, out);
@@ -159,6 +160,7 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
       << result.simulated_layouts << " simulated step by step, in " << std::fixed << std::setprecision(2)
       << result.search_seconds << " s\n"
       << std::defaultfloat;
+  if (a.show_schedule) print_plan_schedule(model, cluster, result.best.front(), out);
   return 0;
 }
 
@@ -180,6 +182,8 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_option("--layout", a.layout, "evaluate one layout, e.g. tp=4,pp=4,dp=2,mb=1,schedule=1f1b; unset parts are searched");
   app.add_option("--eval-csv", a.eval_csv, "evaluate the published layouts of a published-runs.csv file (rows that cannot be get a note)");
   app.add_flag("--report-error", a.report_error, "with --eval-csv: median errors in-sample and leaving each source out, over the rows evaluated");
+  app.add_flag("--show-schedule", a.show_schedule,
+               "print the chosen plan's pipeline schedule as a time x rank grid (one line per rank)");
   app.add_flag("--compare-baselines", a.compare_baselines, "the chosen plan beside Megatron tp=4 pp=4 and ZeRO-3, on TCP and RDMA");
   app.add_flag("--calibrate", a.calibrate, "measure this machine and write a cluster file");
   app.add_option("--out", a.out_file, "with --calibrate: the cluster file to write (default: standard output)");

@@ -27,6 +27,7 @@ struct PlanArgs {
   std::string eval_csv;
   bool report_error = false;
   bool compare_baselines = false;
+  bool show_schedule = false;
   bool calibrate = false;
   std::string out_file;
   int devices = 0;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "giant/planner/memory_model.h"
+#include "giant/planner/schedule.h"
 
 namespace giant::planner {
 
@@ -136,6 +137,24 @@ void print_plans_json(const ModelSpec& m, const ClusterSpec& c, const SearchResu
   // Names come from the user's files and flags: ill-formed UTF-8 in them is
   // replaced rather than failing the command.
   out << plan.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+}
+
+void print_plan_schedule(const ModelSpec& m, const ClusterSpec& c, const Estimate& plan, std::ostream& out) {
+  const Layout& l = plan.layout;
+  PipelineShape shape;
+  shape.schedule = l.schedule;
+  shape.pp = l.pp;
+  shape.virtual_stages = l.virtual_stages;
+  shape.micro_batches = l.micro_batches(m);
+  const PipelineSchedule schedule = lower_communication(generate_schedule(shape));
+  CostOptions options;
+  options.precision = plan.precision;
+  const SimulationResult simulated = simulate_schedule(schedule, pipeline_action_costs(m, c, l, options));
+  out << "\nschedule of " << l.describe() << ", with the cost model's time for each stage's forward, backward "
+      << "and transfer (the pipeline alone: no gradient sync or optimizer)\n"
+      << render_schedule_grid(schedule, simulated) << "peak micro-batches in flight per stage:";
+  for (int64_t peak : simulated.peak_in_flight) out << " " << peak;
+  out << "\n";
 }
 
 std::string explain_choice(const Estimate& winner, const Estimate& runner_up) {

@@ -21,6 +21,10 @@ void print_plan_header(const ModelSpec& model, const ClusterSpec& cluster, const
 void print_plan_table(const std::vector<Estimate>& plans, std::ostream& out);
 void print_plans_json(const ModelSpec& model, const ClusterSpec& cluster, const SearchResult& result,
                       std::ostream& out);
+// The plan's pipeline schedule as a time x rank grid (render_schedule_grid),
+// each stage's forward, backward and transfer as the cost model predicts
+// them, with the activations each stage keeps at most.
+void print_plan_schedule(const ModelSpec& model, const ClusterSpec& cluster, const Estimate& plan, std::ostream& out);
 // One line per component that differs, largest first: "the winner spends
 // 1.2 s less in the bubble (tp=8 pp=4: 1.0 s, tp=4 pp=8: 2.2 s) ...".
 std::string explain_choice(const Estimate& winner, const Estimate& runner_up);
