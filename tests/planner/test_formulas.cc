@@ -225,6 +225,30 @@ TEST(CostFormulas, TensorParallelCollectivesCountTheEmbeddingAndTheLogitInput) {
   EXPECT_NEAR(half.time.tp_comm_s, 10 * allreduce_seconds(128 * 2, tp) + 3 * loss, 1e-15);
 }
 
+TEST(CostFormulas, ThePipelineStepIsTheSimulatedScheduleOfTheStageCosts) {
+  // What giant plan --show-schedule draws is what the step's pipeline part is.
+  const ClusterSpec c = cluster_preset("v100-tcp").resolved();
+  const ModelSpec m = model_preset("gpt-13b");
+  for (const char* text : {"tp=4,pp=4,dp=2,mb=4,schedule=1f1b,zero=0,recompute=full,sp=0",
+                           "tp=2,pp=4,dp=4,mb=2,schedule=interleaved,v=2,zero=1,recompute=none,sp=0",
+                           "tp=8,pp=2,dp=2,mb=4,schedule=gpipe,zero=0,recompute=full,sp=0"}) {
+    const LayoutFilter f = parse_layout_filter(text);
+    Layout l;
+    l.tp = *f.tp, l.pp = *f.pp, l.dp = *f.dp, l.micro_batch = *f.micro_batch, l.schedule = *f.schedule;
+    l.virtual_stages = f.virtual_stages.value_or(1), l.zero = *f.zero, l.recompute = *f.recompute;
+    ASSERT_EQ(l.why_invalid(m, c.devices()), "") << text;
+    const Estimate e = estimate_layout(m, c, l);
+    const ActionCosts costs = pipeline_action_costs(m, c, l);
+    ASSERT_EQ(costs.forward_s.size(), size_t(l.pp * l.virtual_stages));
+    const SimulationResult pipeline = simulate_schedule(
+        lower_communication(generate_schedule({l.schedule, l.pp, l.virtual_stages, l.micro_batches(m)})), costs);
+    // Without ZeRO-3 the step is the pipeline, then the gradient sync and the optimizer.
+    EXPECT_NEAR(pipeline.step_s, e.time.step_s - e.time.dp_comm_s - e.time.optimizer_s, 1e-9 * e.time.step_s)
+        << text;
+    EXPECT_GT(costs.transfer_s, 0) << text;
+  }
+}
+
 // Two CPU devices as `giant plan --calibrate` describes them: fp32 rates
 // in [device], bf16 GEMMs 10x as fast in [device.bf16].
 ClusterSpec calibrated_cpu_pair() {
