@@ -10,19 +10,11 @@
 
 namespace giant::optim {
 
-double global_grad_norm(const std::vector<at::Tensor>& parameters) {
-  return global_grad_norm(parameters, {}, nullptr);
-}
-
 double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
-                        ccl::Communicator* shard_group) {
-  return global_grad_norm(parameters, is_shard, shard_group, nullptr);
-}
-
-double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
-                        ccl::Communicator* shard_group, ccl::Communicator* partition_group) {
+                        const GradNormGroups& groups) {
   GIANT_CHECK(is_shard.empty() || is_shard.size() == parameters.size(), "is_shard has ", is_shard.size(),
               " entries for ", parameters.size(), " parameters");
+  auto spans = [](const ccl::Communicator* group) { return group != nullptr && group->size() > 1; };
   double shards = 0.0, replicated = 0.0;
   for (size_t i = 0; i < parameters.size(); ++i) {
     const at::Tensor& grad = parameters[i].grad();
@@ -31,18 +23,24 @@ double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::ve
       (!is_shard.empty() && is_shard[i] ? shards : replicated) += norm * norm;
     }
   }
-  if (partition_group != nullptr && partition_group->size() > 1) {
+  if (spans(groups.partition)) {
     at::Tensor parts = at::tensor({shards, replicated}, at::kDouble);
-    parallel::allreduce_(parts, *partition_group);
+    parallel::allreduce_(parts, *groups.partition);
     shards = parts[0].item<double>();
     replicated = parts[1].item<double>();
   }
-  if (shard_group != nullptr && shard_group->size() > 1) {
+  if (spans(groups.tensor_parallel)) {
     at::Tensor total = at::full({1}, shards, at::kDouble);
-    parallel::allreduce_(total, *shard_group);
+    parallel::allreduce_(total, *groups.tensor_parallel);
     shards = total.item<double>();
   }
-  return std::sqrt(shards + replicated);
+  double squares = shards + replicated;
+  if (spans(groups.pipeline)) {
+    at::Tensor total = at::full({1}, squares, at::kDouble);
+    parallel::allreduce_(total, *groups.pipeline);
+    squares = total.item<double>();
+  }
+  return std::sqrt(squares);
 }
 
 double clip_coefficient(double norm, double max_norm) {
