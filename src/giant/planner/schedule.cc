@@ -96,7 +96,8 @@ std::string describe(const Action& a) {
   return "?" + stage + micro;
 }
 
-void check_pipeline_shape(const PipelineShape& shape) {
+void check_pipeline_shape(const PipelineShape& shape, bool forward_only) {
+  const bool training = !forward_only;
   const std::string pp = std::to_string(shape.pp), v = std::to_string(shape.virtual_stages);
   const std::string m = std::to_string(shape.micro_batches);
   const bool interleaved = shape.schedule == Schedule::interleaved;
@@ -112,7 +113,7 @@ void check_pipeline_shape(const PipelineShape& shape) {
   if (shape.micro_batches < 1)
     throw ConfigError("train.global_batch", "micro-batches per step = global_batch / (dp x micro_batch) must be "
                                             "at least 1, got " + m);
-  if (interleaved && shape.micro_batches % shape.pp != 0)
+  if (training && interleaved && shape.micro_batches % shape.pp != 0)
     throw ConfigError("train.global_batch", "the interleaved schedule needs micro-batches per step = global_batch "
                                             "/ (dp x micro_batch) to be a multiple of parallel.pp = " + pp +
                                                 ", got " + m);
@@ -128,7 +129,7 @@ PipelineSchedule generate_schedule(const PipelineShape& shape) {
 }
 
 PipelineSchedule generate_forward_only(const PipelineShape& shape) {
-  check_pipeline_shape(shape);
+  check_pipeline_shape(shape, /*forward_only=*/true);
   PipelineSchedule s;
   s.shape = shape;
   s.forward_only = true;

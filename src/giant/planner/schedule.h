@@ -76,7 +76,8 @@ struct PipelineShape {
 // named as train.global_batch, which sets the count with parallel.dp and
 // train.micro_batch). Interleaved with v = 1 is allowed and runs 1F1B's
 // order.
-void check_pipeline_shape(const PipelineShape& shape);
+// forward_only: the rules of a forward-only run (any micro-batch count).
+void check_pipeline_shape(const PipelineShape& shape, bool forward_only = false);
 
 struct PipelineSchedule {
   PipelineShape shape;
@@ -92,7 +93,9 @@ struct PipelineSchedule {
 // forwards over the chunks in groups of p micro-batches.
 PipelineSchedule generate_schedule(const PipelineShape& shape);
 // Forward only (evaluation): each rank runs its stages' forwards, chunk by
-// chunk, each over every micro-batch in order. Lowered like the others.
+// chunk, each over every micro-batch in order, for any micro-batch count
+// (interleaved too: the multiple of pp is a rule of training's order).
+// Lowered like the others.
 PipelineSchedule generate_forward_only(const PipelineShape& shape);
 
 // Adds the sends and receives (see the top of this file). The input must

@@ -199,7 +199,7 @@ SimulationResult simulate_schedule(const PipelineSchedule& lowered, const Action
 SimulationResult simulate_schedule(const PipelineSchedule& lowered, const ActionCosts& costs,
                                    const SimulationOptions& options) {
   const PipelineShape& shape = lowered.shape;
-  check_pipeline_shape(shape);
+  check_pipeline_shape(shape, lowered.forward_only);
   const size_t stages = static_cast<size_t>(shape.stages());
   GIANT_CHECK(static_cast<int>(lowered.ranks.size()) == shape.pp, "expected ", shape.pp, " rank lists, got ",
               lowered.ranks.size());

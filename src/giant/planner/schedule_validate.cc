@@ -185,7 +185,7 @@ void check_transfers(const PipelineSchedule& s, const Positions& positions) {
 }  // namespace
 
 void validate_schedule(const PipelineSchedule& s) {
-  check_pipeline_shape(s.shape);
+  check_pipeline_shape(s.shape, s.forward_only);
   if (static_cast<int>(s.ranks.size()) != s.shape.pp)
     broken("one list per rank", std::to_string(s.ranks.size()) + " lists for pp = " + std::to_string(s.shape.pp));
   Positions positions(s.shape);
