@@ -20,10 +20,14 @@ Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape)
   dp_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_);
   pp_ = world_->split(dp_rank_ * shape_.tp + tp_rank_, pp_rank_);
   dp_grads_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_);
+  if (shape_.pp > 1) {
+    const bool holds = pp_rank_ == 0 || pp_rank_ == shape_.pp - 1;
+    tied_embedding_ = world_->split(holds ? dp_rank_ * shape_.tp + tp_rank_ : -1, pp_rank_);
+  }
 }
 
 void Mesh::abort(const std::string& reason) const {
-  for (const auto& comm : {dp_grads_, tp_, dp_, pp_, world_}) {
+  for (const auto& comm : {tied_embedding_, dp_grads_, tp_, dp_, pp_, world_}) {
     if (comm) comm->abort(reason);
   }
 }

@@ -35,6 +35,10 @@ class Mesh {
   ccl::Communicator& pp() const { return *pp_; }
   ccl::Communicator& tp() const { return *tp_; }
   ccl::Communicator& dp_grads() const { return *dp_grads_; }
+  // With pp > 1, on the first and the last stage: the two ranks of those
+  // stages with this rank's (dp, tp) coordinates, which both hold the tied
+  // embedding (pp rank 0 is rank 0 of it). Null elsewhere.
+  ccl::Communicator* tied_embedding() const { return tied_embedding_.get(); }
 
   static int rank_of(const MeshShape& shape, int dp_rank, int pp_rank, int tp_rank) {
     return (pp_rank * shape.dp + dp_rank) * shape.tp + tp_rank;
@@ -45,7 +49,7 @@ class Mesh {
  private:
   MeshShape shape_;
   int dp_rank_ = 0, pp_rank_ = 0, tp_rank_ = 0;
-  std::shared_ptr<ccl::Communicator> world_, dp_, pp_, tp_, dp_grads_;
+  std::shared_ptr<ccl::Communicator> world_, dp_, pp_, tp_, dp_grads_, tied_embedding_;
 };
 
 }  // namespace giant::parallel

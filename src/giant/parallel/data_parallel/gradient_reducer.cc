@@ -36,16 +36,16 @@ at::Tensor GradientReducer::bucket_storage(int64_t elements, const at::TensorOpt
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
                                  int64_t bucket_bytes, bool shard_optimizer,
-                                 c10::optional<at::ScalarType> grad_dtype)
-    : GradientReducer(std::move(parameters), &comm, bucket_bytes, shard_optimizer, grad_dtype) {}
+                                 c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
+    : GradientReducer(std::move(parameters), &comm, bucket_bytes, shard_optimizer, grad_dtype, alone) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes,
                                  at::ScalarType grad_dtype)
-    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, false, grad_dtype) {}
+    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, false, grad_dtype, {}) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm,
                                  int64_t bucket_bytes, bool shard_optimizer,
-                                 c10::optional<at::ScalarType> grad_dtype)
+                                 c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
     : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()),
       grad_views_(parameters_.size()),
       shard_optimizer_(shard_optimizer),
@@ -57,11 +57,14 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
   // Group by dtype and device too: a bucket is one flat tensor.
   std::vector<std::vector<size_t>> groups;
   int64_t bytes = 0;
+  std::vector<bool> is_alone(parameters_.size());
+  for (size_t i : alone) is_alone.at(i) = true;
   for (size_t i = parameters_.size(); i-- > 0;) {
     const at::Tensor& p = parameters_[i];
     const int64_t element_bytes = grad_dtype ? c10::elementSize(*grad_dtype) : p.element_size();
     const int64_t size = p.numel() * element_bytes;
-    const bool fits = !groups.empty() && bytes + size <= bucket_bytes &&
+    const bool fits = !groups.empty() && bytes + size <= bucket_bytes && !is_alone[i] &&
+                      !is_alone[groups.back().front()] &&
                       parameters_[groups.back().front()].scalar_type() == p.scalar_type() &&
                       parameters_[groups.back().front()].device() == p.device();
     if (!fits) {

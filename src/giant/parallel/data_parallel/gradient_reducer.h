@@ -54,8 +54,12 @@ class GradientReducer {
   // Parameters are bucketed in reverse order (the order backward produces
   // their gradients), each bucket up to bucket_bytes (at least one parameter).
   // grad_dtype: the buckets' dtype (default: each parameter's own).
+  // `alone`: parameters that get a bucket of their own (a weight tied
+  // across pipeline stages: sharded, its blocks then cover the same
+  // elements on every stage holding it).
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes,
-                  bool shard_optimizer = false, c10::optional<at::ScalarType> grad_dtype = c10::nullopt);
+                  bool shard_optimizer = false, c10::optional<at::ScalarType> grad_dtype = c10::nullopt,
+                  const std::vector<size_t>& alone = {});
   // One replica: gradients accumulate in grad_dtype buckets, nothing is reduced.
   GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes, at::ScalarType grad_dtype);
   ~GradientReducer();
@@ -103,7 +107,8 @@ class GradientReducer {
 
  private:
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm, int64_t bucket_bytes,
-                  bool shard_optimizer, c10::optional<at::ScalarType> grad_dtype);
+                  bool shard_optimizer, c10::optional<at::ScalarType> grad_dtype,
+                  const std::vector<size_t>& alone);
   struct Bucket {
     at::Tensor buffer;
     at::Tensor parameters_buffer;  // sharded: the parameters' data, laid out like buffer
