@@ -14,137 +14,29 @@
 // the sharded parameters gathered layer by layer behind the next forward.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <fstream>
 #include <map>
-#include <regex>
-#include <sstream>
-#include <thread>
 #include <tuple>
 
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
-#include "giant/ccl/communicator.h"
-#include "giant/ccl/store.h"
-#include "giant/parallel/tensor_parallel/layers.h"
 #include "giant/train/auto_layout.h"
-#include "giant/train/run_config.h"
-#include "giant/train/trainer.h"
-#include "train/support/train_test_support.h"
+#include "train/support/layout_runner.h"
 
 namespace giant::train {
 namespace {
 
-
-struct Layout {
-  int dp, tp;
-  int zero = 0;
-  bool clip = true;  // false: train.grad_clip=0
-  const char* precision = "fp32";
-};
-
-struct RankResult {
-  std::map<std::string, torch::Tensor> first_grads;
-  std::map<std::string, torch::Tensor> final_params;
-  int dp_rank = 0, tp_rank = 0;
-};
-
-struct RunResult {
-  std::vector<double> losses;  // per step, from the leader's metrics.jsonl
-  std::vector<RankResult> ranks;
-};
+using test::expected_shard;
+using test::Layout;
+using test::RankResult;
+using test::relative_error;
+using test::RunResult;
 
 class LayoutTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::ostringstream text;
-    for (int i = 0; i < 400; ++i) text << "In the beginning " << (i * 7 % 13) << " was the word. ";
-    dir_.file("text.txt", text.str());
-  }
-
-  RunConfig config(Layout layout, const std::string& name) const {
-    return run_config_from(test::keys_with(
-        {"model.layers=2", "model.hidden=32", "model.heads=4", "model.seq_len=16", "train.global_batch=8",
-         "train.micro_batch=2", "train.steps=20", "train.lr=3e-3", "train.warmup_steps=2", "train.threads=1",
-         "train.eval_every=0", "train.eval_batches=1", "train.sample_tokens=0", "data.val_fraction=0.2",
-         "parallel.dp=" + std::to_string(layout.dp), "parallel.tp=" + std::to_string(layout.tp),
-         "parallel.zero=" + std::to_string(layout.zero), "parallel.bucket_mb=0.01",
-         std::string("train.grad_clip=") + (layout.clip ? "1" : "0"),
-         std::string("train.precision=") + layout.precision, "data.path=\"" + dir_.path() + "/text.txt\"",
-         "train.out_dir=\"" + dir_.path() + "/" + name + "\""}));
-  }
-
-  static std::vector<double> losses_of(const std::string& metrics) {
-    std::vector<double> losses;
-    std::ifstream in(metrics);
-    const std::regex loss_field("\"loss\":([-0-9.eE+]+)");
-    std::smatch match;
-    for (std::string line; std::getline(in, line);) {
-      if (std::regex_search(line, match, loss_field)) losses.push_back(std::stod(match[1]));
-    }
-    return losses;
-  }
-
-  RunResult run(Layout layout) const {
-    const std::string name =
-        "dp" + std::to_string(layout.dp) + "tp" + std::to_string(layout.tp) + "zero" + std::to_string(layout.zero) +
-        layout.precision;
-    const int world_size = layout.dp * layout.tp;
-    RunResult result;
-    result.ranks.resize(world_size);
-    auto store = std::make_shared<ccl::MemoryStore>();
-    std::vector<std::exception_ptr> errors(world_size);
-    auto rank_main = [&](int rank) {
-      try {
-        std::shared_ptr<ccl::Communicator> world;
-        if (world_size > 1) world = ccl::Communicator::create(store, rank, world_size, {}, "world");
-        std::ostringstream out;
-        RankResult& mine = result.ranks[rank];
-        mine.tp_rank = rank % layout.tp;
-        mine.dp_rank = rank / layout.tp;
-        std::vector<std::string> names;
-        TrainHooks hooks;
-        hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& grads) {
-          if (step != 0) return;
-          for (size_t i = 0; i < grads.size(); ++i) mine.first_grads[names[i]] = grads[i].clone();
-        };
-        Trainer trainer(config(layout, name), "", out, false, hooks, world);
-        names = trainer.parameter_names();
-        trainer.run();
-        const auto params = trainer.parameters();
-        for (size_t i = 0; i < params.size(); ++i) mine.final_params[names[i]] = params[i].detach().clone();
-      } catch (...) {
-        errors[rank] = std::current_exception();
-      }
-    };
-    std::vector<std::thread> threads;
-    for (int r = 0; r < world_size; ++r) threads.emplace_back(rank_main, r);
-    for (auto& t : threads) t.join();
-    for (auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
-    result.losses = losses_of(dir_.path() + "/" + name + "/metrics.jsonl");
-    return result;
-  }
-
-  test::TempDir dir_{"giant-layout-test"};
+  RunResult run(Layout layout) const { return runner_.run(layout); }
+  test::LayoutRunner runner_;
 };
-
-double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
-}
-
-// The slice of a whole tensor that a tp rank holds for the parameter `name`.
-torch::Tensor expected_shard(const std::string& name, const torch::Tensor& whole, int rank, int size) {
-  if (!parallel::is_tensor_parallel_shard(name)) return whole;
-  if (name.find("qkv.") != std::string::npos) return parallel::shard_rows(whole, rank, size, 3);
-  if (name.find("proj.") != std::string::npos || name.find("fc2.") != std::string::npos) {
-    return parallel::shard_columns(whole, rank, size);
-  }
-  return parallel::shard_rows(whole, rank, size);
-}
 
 TEST_F(LayoutTest, EveryLayoutReproducesTheSingleProcess) {
   torch::set_num_threads(1);
@@ -289,7 +181,6 @@ TEST(LayoutChecks, BadLayoutsNameTheKeyBeforeAnyWork) {
   EXPECT_EQ(key_of({"parallel.dp=2"}, 2), "train.global_batch");  // 16 / (2 x 16)
   EXPECT_EQ(key_of({"parallel.dp=2", "train.micro_batch=8"}, 3), "parallel.dp");
   EXPECT_EQ(key_of({"parallel.dp=2", "train.micro_batch=8"}, 1), "parallel.dp");
-  EXPECT_EQ(key_of({"parallel.pp=2"}, 2), "parallel.pp");
   EXPECT_EQ(key_of({"parallel.auto=true"}, 1), "parallel.auto");  // not chosen yet
 }
 
@@ -307,7 +198,7 @@ TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
   const std::string chosen = choose_layout(c, 2);
   std::printf("%s\n", chosen.c_str());
   EXPECT_FALSE(c.parallel.automatic);
-  EXPECT_EQ(c.parallel.dp * c.parallel.tp, 2);
+  EXPECT_EQ(c.parallel.dp * c.parallel.pp * c.parallel.tp, 2);
   EXPECT_EQ(c.train.global_batch % (c.parallel.dp * c.train.micro_batch), 0);
   EXPECT_NE(chosen.find("parallel.auto: dp="), std::string::npos);
   EXPECT_NO_THROW(check_layout(c, 2));

@@ -1,6 +1,8 @@
 // GPT as a layer list: embedding, blocks, final norm, tied head.
 #pragma once
 
+#include <string>
+
 #include <ATen/core/Tensor.h>
 
 #include "giant/models/gpt_config.h"
@@ -10,6 +12,13 @@ namespace giant::models {
 
 // "embedding", "block.0" ... "block.{L-1}", "final_norm", "head".
 parallel::LayerList gpt_layer_list(const GptConfig& config);
+
+// The token embedding's weight, held by the embedding, and the head's copy
+// of it when the head is built in another process (another pipeline stage).
+struct TiedWeightNames {
+  std::string owner = "embedding.wte.tp_weight";
+  std::string copy = "head.tp_wte";
+};
 
 // Mean cross entropy of logits [batch, seq, padded vocab / tp] against
 // targets [batch, seq] (int64), in nats per token; vocabulary-parallel over tp.

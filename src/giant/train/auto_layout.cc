@@ -37,7 +37,6 @@ std::string choose_layout(RunConfig& config, int world_size) {
   model.vocab = config.model.padded_vocab();
   model.global_batch = config.train.global_batch;
   planner::SearchOptions options;
-  options.filter.pp = 1;
   options.filter.zero = static_cast<int>(config.parallel.zero);  // the trainer's stage, as set
   options.filter.recompute = planner::Recompute::none;
   options.filter.sequence_parallel = false;
@@ -56,13 +55,17 @@ std::string choose_layout(RunConfig& config, int world_size) {
   // vocabulary splitting over tp are checked again by check_layout).
   config.parallel.dp = best.layout.dp;
   config.parallel.tp = best.layout.tp;
-  config.parallel.pp = 1;
+  config.parallel.pp = best.layout.pp;
+  config.parallel.schedule = planner::schedule_name(best.layout.schedule);
+  config.parallel.virtual_stages = best.layout.virtual_stages;
   config.train.micro_batch = best.layout.micro_batch;
   config.parallel.automatic = false;
   char line[512];
   std::snprintf(line, sizeof line,
-                "parallel.auto: dp=%d tp=%d micro_batch=%d on %s in %s (predicted %.3f s per step, %.1f samples/s)",
-                best.layout.dp, best.layout.tp, best.layout.micro_batch, file.c_str(),
+                "parallel.auto: dp=%d pp=%d tp=%d micro_batch=%d (%s) on %s in %s (predicted %.3f s per step, "
+                "%.1f samples/s)",
+                best.layout.dp, best.layout.pp, best.layout.tp, best.layout.micro_batch,
+                best.layout.describe().c_str(), file.c_str(),
                 best.precision.describe().c_str(), best.time.step_s, best.samples_per_s);
   const std::string note = planner::missing_rates_note(cluster.device, best.precision.compute);
   return note.empty() ? std::string(line) : std::string(line) + "; " + note;

@@ -147,7 +147,7 @@ void define_run_keys(Tunables& k) {
   k.define_int("parallel.pp", 1, "pipeline stages");
   k.define_string("parallel.schedule", "1f1b", "pipeline schedule: gpipe, 1f1b or interleaved");
   k.define_int("parallel.virtual_stages", 1, "layer chunks per pipeline rank (interleaved schedule)");
-  k.define_string("parallel.partition", "parameters", "how layers are split into stages: parameters or uniform");
+  k.define_string("parallel.partition", "parameters", "how layers are cut into pipeline stages: uniform, parameters, type:REGEX or manual:N0,N1,...");
   k.define_bool("parallel.auto", false, "let the planner choose dp, tp and the micro-batch for the ranks started");
   k.define_string("parallel.cluster", "", "cluster file for parallel.auto (from giant plan --calibrate)");
   k.define_real("parallel.bucket_mb", 4, "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)");
@@ -266,9 +266,6 @@ RunConfig run_config_from(const Tunables& k) {
   }
   if (p.schedule != "gpipe" && p.schedule != "1f1b" && p.schedule != "interleaved") {
     throw ConfigError("parallel.schedule", "must be gpipe, 1f1b or interleaved, got '" + p.schedule + "'");
-  }
-  if (p.partition != "parameters" && p.partition != "uniform") {
-    throw ConfigError("parallel.partition", "must be parameters or uniform, got '" + p.partition + "'");
   }
 
   auto& t = c.train;

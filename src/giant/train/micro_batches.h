@@ -1,0 +1,40 @@
+// The token ids each micro-batch of a rank reads: training micro-batch m of
+// a step is the slice [first, first + train.micro_batch) of the step's
+// global samples that this data-parallel rank owns; validation batch b is
+// samples [b x micro_batch, (b + 1) x micro_batch) of the validation order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include <ATen/core/Tensor.h>
+
+#include "giant/data/corpus.h"
+#include "giant/data/sampler.h"
+#include "giant/train/run_config.h"
+
+namespace giant::train {
+
+struct MicroBatch {
+  at::Tensor inputs, targets;  // [micro_batch, seq_len] int64
+};
+
+class MicroBatches {
+ public:
+  // ConfigError("model.seq_len") when a split is shorter than a sample.
+  MicroBatches(const RunConfig& config, data::TokenCorpus corpus, int dp_rank);
+
+  int64_t per_step() const { return per_step_; }  // on this rank
+  MicroBatch train(int64_t step, int64_t micro_batch) const;
+  MicroBatch validation(int64_t batch) const;
+  const data::TokenCorpus& corpus() const { return corpus_; }
+
+ private:
+  MicroBatch load(const data::SequenceSampler& sampler, const std::vector<int32_t>& tokens, int64_t first) const;
+
+  data::TokenCorpus corpus_;
+  std::optional<data::SequenceSampler> train_, validation_;
+  int64_t micro_batch_, seq_len_, global_batch_, per_step_, rank_first_sample_;
+};
+
+}  // namespace giant::train
