@@ -155,6 +155,32 @@ TEST(PipelineLayouts, ShardedOptimizerAndBf16ComposeWithThePipeline) {
   }
 }
 
+// Evaluation (a forward-only schedule) and the final sample (one token at a
+// time through the pipeline) give the single process's validation loss
+// (1e-5 relative) and text, on every rank.
+TEST(PipelineLayouts, EvaluationAndTheSampleComeFromTheLastStage) {
+  torch::set_num_threads(1);
+  const test::LayoutRunner runner(
+      {"model.layers=6", "train.steps=3", "train.eval_batches=3", "train.sample_tokens=24"});
+  const RunResult single = runner.run({});
+  ASSERT_EQ(single.ranks[0].summary.sample.size() > 0, true);
+  Layout interleaved;
+  interleaved.pp = 2;
+  interleaved.tp = 2;
+  interleaved.schedule = "interleaved";
+  interleaved.virtual_stages = 2;
+  for (const Layout& layout : {Layout{1, 1, 0, true, "fp32", 2}, interleaved}) {
+    SCOPED_TRACE(describe(layout));
+    const RunResult result = runner.run(layout);
+    for (const RankResult& rank : result.ranks) {
+      EXPECT_NEAR(rank.summary.val_loss, single.ranks[0].summary.val_loss, 1e-5 * single.ranks[0].summary.val_loss)
+          << "pp rank " << rank.pp_rank;
+      EXPECT_EQ(rank.summary.sample, single.ranks[0].summary.sample) << "pp rank " << rank.pp_rank;
+      EXPECT_NEAR(rank.summary.last_loss, single.ranks[0].summary.last_loss, 1e-4 * single.ranks[0].summary.last_loss);
+    }
+  }
+}
+
 TEST(PipelineLayouts, BadPipelinesNameTheKeyBeforeAnyWork) {
   auto key_of = [](std::vector<std::string> overrides, int world_size) {
     return test::error_key([&] { check_layout(run_config_from(test::keys_with(overrides)), world_size); });

@@ -45,6 +45,7 @@ struct RankResult {
   std::map<std::string, torch::Tensor> final_params;
   std::vector<torch::Tensor> tied_weight;  // at each step's backward: the tied embedding as forward used it
   int dp_rank = 0, tp_rank = 0, pp_rank = 0;
+  TrainSummary summary;
 };
 
 struct RunResult {
@@ -157,7 +158,7 @@ class LayoutRunner {
     Trainer trainer(config(layout), "", out, false, hooks, world);
     names = trainer.parameter_names();
     params = trainer.parameters();
-    trainer.run();
+    mine.summary = trainer.run();
     for (size_t i = 0; i < params.size(); ++i) mine.final_params[names[i]] = params[i].detach().clone();
   }
 
