@@ -1,18 +1,22 @@
-// giant bench ccl [flags]: the benchmarks' command line; the work is in
-// bench/ccl.
+// giant bench ccl|pipeline [flags]: the benchmarks' command line; the work
+// is in bench/ccl and bench/pipeline.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 
 #include "ccl_bench.h"
 #include "cli_support.h"
 #include "commands.h"
 #include "giant/base/edit_distance.h"
+#include "giant/base/error.h"
+#include "pipeline_bench.h"
 
 namespace giant::app {
 namespace {
 
-constexpr const char* kBenchUsage = "usage: giant bench ccl [flags]   (giant bench ccl --help lists them)\n";
+constexpr const char* kBenchUsage =
+    "usage: giant bench ccl|pipeline [flags]   (giant bench NAME --help lists its flags)\n";
 
 int bench_ccl(const std::vector<std::string>& args) {
   CLI::App cli("", "giant bench ccl");
@@ -36,6 +40,30 @@ int bench_ccl(const std::vector<std::string>& args) {
   }
 }
 
+int bench_pipeline(const std::vector<std::string>& args) {
+  CLI::App cli("", "giant bench pipeline");
+  bench::pipeline::OptionFlags flags;
+  GlobalFlags global;
+  bench::pipeline::add_options(cli, flags);
+  add_global_flags(cli, global);
+  if (const auto code = parse_command_line(cli, args)) return *code;
+  bench::pipeline::Options options;
+  try {
+    apply_global_flags(global);
+    options = bench::pipeline::options_from(flags);
+  } catch (const std::exception& e) {
+    report_failure("giant bench pipeline", e);
+    return kExitBadInput;
+  }
+  try {
+    return bench::pipeline::run_pipeline_bench(options);
+  } catch (const c10::Error& e) {
+    return report_failure("giant bench pipeline", Error(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return report_failure("giant bench pipeline", e);  // a ConfigError (the world size, the environment) is bad input
+  }
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
@@ -48,8 +76,11 @@ int bench_command(const std::vector<std::string>& args) {
     std::cout << kBenchUsage;
     return kExitOk;
   }
-  if (what == "ccl") return bench_ccl(std::vector<std::string>(args.begin() + 1, args.end()));
-  std::cerr << "giant bench: unknown benchmark '" << what << "'" << did_you_mean(what, {"ccl"}) << " (known: ccl)\n";
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (what == "ccl") return bench_ccl(rest);
+  if (what == "pipeline") return bench_pipeline(rest);
+  std::cerr << "giant bench: unknown benchmark '" << what << "'" << did_you_mean(what, {"ccl", "pipeline"})
+            << " (known: ccl, pipeline)\n";
   return kExitBadInput;
 }
 

@@ -22,6 +22,8 @@ constexpr const char* kCommands =
     "  train [CONFIG.toml] [--set key=value ...]   train a GPT (giant train --help)\n"
     "  launch --nproc N [--hosts SPEC] -- COMMAND... run and supervise N ranks (giant launch --help)\n"
     "  bench ccl [flags]                           benchmark ccl's collectives (giant bench ccl --help)\n"
+    "  bench pipeline [flags]                      pipeline schedules with sleeping stages against the simulator\n"
+    "                                              (under giant launch; giant bench pipeline --help)\n"
     "  plan [flags]                                choose a parallel layout (giant plan --help)\n"
     "\n"
     "--log-level and --log-timestamps go before the command or after its name.\n"

@@ -1,0 +1,252 @@
+// giant bench pipeline: the schedules' logic, timed, with stages that sleep.
+//
+// Every process is one pipeline rank of the world communicator (world size
+// = pp). For each schedule it runs the trainer's pipeline executor on the
+// lowered schedule, each stage a sleep_stage, for --warmup then --steps
+// steps, each step between a barrier and a gather of what every rank saw.
+// Sleeps are wall time that leaves the cores free, so on a machine with
+// fewer cores than ranks the step is the schedule's own: the simulator,
+// given the sleeps as costs, must say the same step time, and must say the
+// same peak in-flight activations per stage as the executor counted.
+//
+// A step's time is from the first rank's start to the last rank's end, read
+// on the ranks' common monotonic clock (giant launch starts every rank on
+// this machine).
+#include "pipeline_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "giant/base/error.h"
+#include "giant/base/timer.h"
+#include "giant/base/tunables.h"
+#include "giant/ccl/bootstrap.h"
+#include "giant/ccl/collectives.h"
+#include "giant/ccl/communicator.h"
+#include "giant/ccl/config.h"
+#include "giant/parallel/pipeline/executor.h"
+#include "giant/parallel/tensor_collectives.h"
+#include "giant/planner/schedule.h"
+#include "sleep_stage.h"
+
+namespace giant::bench::pipeline {
+namespace {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+double monotonic_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+template <class T>
+std::string join(const std::vector<T>& values) {
+  std::string text;
+  for (const T& value : values) text += (text.empty() ? "" : ",") + std::to_string(value);
+  return text;
+}
+
+std::string join_seconds(const std::vector<double>& values) {
+  std::string text;
+  char buffer[32];
+  for (double value : values) {
+    std::snprintf(buffer, sizeof buffer, "%.4f", value);
+    text += (text.empty() ? "" : ",") + std::string(buffer);
+  }
+  return text;
+}
+
+// The one-way time of one activation between ranks 0 and 1: half the
+// median of 21 round trips, after 3 untimed. Every rank returns rank 0's.
+double measure_transfer_s(ccl::Communicator& world, int64_t bytes) {
+  constexpr int kWarmup = 3, kTimed = 21;
+  constexpr uint32_t kTag = 1;  // nothing else is in flight: the pipeline runs after the barrier below
+  std::vector<char> buffer(static_cast<size_t>(bytes));
+  std::vector<double> round_trips;
+  const int rank = world.rank();
+  if (rank <= 1) {
+    ccl::SendOptions send;
+    send.buffer = buffer.data(), send.nbytes = buffer.size(), send.peer = 1 - rank, send.tag = kTag;
+    ccl::RecvOptions recv;
+    recv.buffer = buffer.data(), recv.nbytes = buffer.size(), recv.peer = 1 - rank, recv.tag = kTag;
+    for (int i = 0; i < kWarmup + kTimed; ++i) {
+      Stopwatch watch;
+      if (rank == 0) {
+        ccl::send(world, send).wait();
+        ccl::recv(world, recv).wait();
+      } else {
+        ccl::recv(world, recv).wait();
+        ccl::send(world, send).wait();
+      }
+      if (i >= kWarmup) round_trips.push_back(watch.seconds());
+    }
+  }
+  at::Tensor one_way = torch::full({1}, rank == 0 ? median(round_trips) / 2 : 0.0, torch::kDouble);
+  parallel::allreduce_(one_way, world, ccl::ReduceOp::max);
+  return one_way.item<double>();
+}
+
+// What the ranks measured of one schedule, the same on every rank.
+struct ScheduleReport {
+  std::vector<double> step_s;           // per timed step: first rank's start to last rank's end
+  std::vector<double> bubble;           // per timed step: 1 - compute / (p step)
+  std::vector<double> wait_s;           // per rank: median over steps, blocked on receives and sends
+  std::vector<int64_t> peak_in_flight;  // per stage: the most over steps, as the executor counted
+  bool losses_right = true;             // the last stage saw each micro-batch's own values
+};
+
+// A rank's step as the row it shares: start, end, compute, wait, loss sum,
+// then the peak in flight of each of its chunks.
+constexpr int kRowFixed = 5;
+
+void add_step(const at::Tensor& rows, const planner::PipelineShape& shape, std::vector<std::vector<double>>& waits,
+              ScheduleReport& report) {
+  const int p = shape.pp, v = shape.virtual_stages, width = kRowFixed + v;
+  const double* x = rows.data_ptr<double>();
+  double first = std::numeric_limits<double>::infinity(), last = -first, compute = 0;
+  for (int r = 0; r < p; ++r) {
+    const double* row = x + r * width;
+    first = std::min(first, row[0]);
+    last = std::max(last, row[1]);
+    compute += row[2];
+    waits[r].push_back(row[3]);
+    for (int c = 0; c < v; ++c) {
+      int64_t& peak = report.peak_in_flight[static_cast<size_t>(c * p + r)];
+      peak = std::max(peak, static_cast<int64_t>(row[kRowFixed + c]));
+    }
+  }
+  const double step = last - first;
+  report.step_s.push_back(step);
+  report.bubble.push_back(1 - compute / (p * step));
+  // Micro-batch m carries the value m + 1 all the way, so the losses (their means) sum to m (m + 1) / 2.
+  const double m = static_cast<double>(shape.micro_batches);
+  const double loss_sum = x[(p - 1) * width + 4];  // the last stage is on the last rank
+  report.losses_right = report.losses_right && std::abs(loss_sum - m * (m + 1) / 2) <= 1e-6 * m * m;
+}
+
+ScheduleReport run_schedule(ccl::Communicator& world, const Options& o, const planner::PipelineSchedule& lowered) {
+  const planner::PipelineShape& shape = lowered.shape;
+  const int p = shape.pp, v = shape.virtual_stages, rank = world.rank();
+  std::vector<parallel::PipelineChunk> chunks;
+  for (int c = 0; c < v; ++c) chunks.push_back(sleep_stage(c * p + rank, o.forward_s / v, o.backward_s / v));
+  parallel::PipelineExecutor executor(world, std::move(chunks));
+  const int64_t elements = o.activation_bytes / 4;
+  parallel::PipelineStepFunctions functions;
+  functions.input = [elements](int64_t m) { return torch::full({elements}, static_cast<double>(m + 1)); };
+  functions.loss = [](int64_t, const at::Tensor& output) { return output.mean(); };
+
+  ScheduleReport report;
+  report.peak_in_flight.assign(static_cast<size_t>(shape.stages()), 0);
+  std::vector<std::vector<double>> waits(static_cast<size_t>(p));
+  for (int step = 0; step < o.warmup + o.steps; ++step) {
+    ccl::barrier(world).wait();
+    const double start = monotonic_s();
+    const parallel::PipelineStepResult result =
+        executor.run(lowered, functions, {elements}, torch::TensorOptions().dtype(torch::kFloat));
+    const double end = monotonic_s();
+    at::Tensor row = torch::empty({kRowFixed + v}, torch::kDouble);
+    double* x = row.data_ptr<double>();
+    x[0] = start, x[1] = end, x[2] = result.forward_s + result.backward_s, x[3] = result.wait_s;
+    x[4] = result.loss_sum;
+    for (int c = 0; c < v; ++c) x[kRowFixed + c] = static_cast<double>(result.peak_in_flight[c]);
+    const at::Tensor rows = parallel::allgather(row, world, 0);
+    if (step >= o.warmup) add_step(rows, shape, waits, report);
+  }
+  for (const auto& rank_waits : waits) report.wait_s.push_back(median(rank_waits));
+  return report;
+}
+
+void print_preamble(const Options& o, const ccl::BootstrapInfo& info, double transfer_s) {
+  std::string schedules;
+  for (planner::Schedule s : o.schedules) {
+    schedules += (schedules.empty() ? "" : ",") + std::string(planner::schedule_name(s));
+  }
+  std::printf("# giant bench pipeline p=%d schedules=%s virtual_stages=%d (interleaved) micro_batches=%lld "
+              "forward_ms=%g backward_ms=%g activation_bytes=%lld steps=%d warmup=%d, %d ranks started by %s\n",
+              info.world_size, schedules.c_str(), o.virtual_stages, static_cast<long long>(o.micro_batches),
+              o.forward_s * 1e3, o.backward_s * 1e3, static_cast<long long>(o.activation_bytes), o.steps, o.warmup,
+              info.world_size, info.source.c_str());
+  std::printf("# each rank sleeps forward_ms + backward_ms per micro-batch: with V chunks, each chunk F/V and B/V\n");
+  std::printf("# transfer: one activation between two ranks takes %.1f us one way (measured; the simulator's "
+              "transfer_s)\n",
+              transfer_s * 1e6);
+  std::fflush(stdout);
+}
+
+void print_report(const Options& o, const planner::PipelineSchedule& lowered, double transfer_s,
+                  const ScheduleReport& measured, const planner::SimulationResult& simulated) {
+  const planner::PipelineShape& shape = lowered.shape;
+  const char* name = planner::schedule_name(shape.schedule);
+  const double step = median(measured.step_s), bubble = median(measured.bubble);
+  const double ratio = step / simulated.step_s;
+  const bool peaks_match = measured.peak_in_flight == simulated.peak_in_flight;
+  const std::string peaks = join(measured.peak_in_flight), simulated_peaks = join(simulated.peak_in_flight);
+  std::printf("# %s p=%d v=%d m=%lld: step %.4f s measured (median of %zu), %.4f s simulated, ratio %.4f; "
+              "bubble %.4f measured, %.4f simulated; wait per rank %s s; peak in flight per stage %s, "
+              "simulated %s%s\n",
+              name, shape.pp, shape.virtual_stages, static_cast<long long>(shape.micro_batches), step,
+              measured.step_s.size(), simulated.step_s, ratio, bubble, simulated.bubble_fraction,
+              join_seconds(measured.wait_s).c_str(), peaks.c_str(), simulated_peaks.c_str(),
+              peaks_match ? "" : " (MISMATCH)");
+  std::printf("#   measured steps: %s s\n", join_seconds(measured.step_s).c_str());
+  if (!measured.losses_right)
+    std::printf("# FAILED: the last stage's losses were not those of its micro-batches (an activation went astray)\n");
+  std::printf("bench=pipeline schedule=%s p=%d v=%d m=%lld forward_ms=%g backward_ms=%g activation_bytes=%lld "
+              "steps=%zu transfer_s=%.3g measured_step_s=%.6f simulated_step_s=%.6f ratio=%.4f measured_bubble=%.4f "
+              "simulated_bubble=%.4f peak_in_flight=%s simulated_peak_in_flight=%s peaks_match=%s losses_right=%s\n",
+              name, shape.pp, shape.virtual_stages, static_cast<long long>(shape.micro_batches), o.forward_s * 1e3,
+              o.backward_s * 1e3, static_cast<long long>(o.activation_bytes), measured.step_s.size(), transfer_s,
+              step, simulated.step_s, ratio, bubble, simulated.bubble_fraction, peaks.c_str(),
+              simulated_peaks.c_str(), peaks_match ? "yes" : "no", measured.losses_right ? "yes" : "no");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_pipeline_bench(const Options& o) {
+  const ccl::Environment env = ccl::Environment::from_process();
+  const ccl::BootstrapInfo info = ccl::resolve_bootstrap(env);
+  check_world_size(o, info.world_size);
+  Tunables tunables;
+  ccl::CommConfig::define_tunables(tunables);
+  // A benchmark should fail fast rather than wait out the library's default.
+  tunables.set("ccl.timeout", "60s", TunableSource::config);
+  tunables.apply_environment(env.vars());
+  std::vector<planner::PipelineSchedule> schedules;
+  for (planner::Schedule s : o.schedules) {
+    schedules.push_back(planner::lower_communication(planner::generate_schedule(shape_of(o, s, info.world_size))));
+    planner::validate_schedule(schedules.back());
+  }
+
+  ccl::Bootstrap boot = ccl::bootstrap_from_environment(env, tunables);
+  ccl::Communicator& world = *boot.world;
+  const bool leader = world.rank() == 0;
+  const double transfer_s = measure_transfer_s(world, o.activation_bytes);
+  if (leader) print_preamble(o, info, transfer_s);
+  bool ok = true;
+  for (const planner::PipelineSchedule& lowered : schedules) {
+    const ScheduleReport measured = run_schedule(world, o, lowered);
+    const planner::ActionCosts costs =
+        planner::ActionCosts::uniform(lowered.shape.stages(), o.forward_s / lowered.shape.virtual_stages,
+                                      o.backward_s / lowered.shape.virtual_stages, transfer_s);
+    const planner::SimulationResult simulated = planner::simulate_schedule(lowered, costs, {/*timeline=*/false});
+    GIANT_CHECK(!simulated.deadlocked, "the simulator found the schedule deadlocked: ", simulated.deadlock);
+    // Every rank comes to the same verdict from the same gathered rows, so each exits alike.
+    ok = ok && measured.peak_in_flight == simulated.peak_in_flight && measured.losses_right;
+    if (leader) print_report(o, lowered, transfer_s, measured, simulated);
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace giant::bench::pipeline
