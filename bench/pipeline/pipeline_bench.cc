@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -103,24 +104,47 @@ struct ScheduleReport {
   std::vector<double> bubble;           // per timed step: 1 - compute / (p step)
   std::vector<double> wait_s;           // per rank: median over steps, blocked on receives and sends
   std::vector<int64_t> peak_in_flight;  // per stage: the most over steps, as the executor counted
-  bool losses_right = true;             // the last stage saw each micro-batch's own values
+  // Per rank, median over steps: the executor's time in one forward and in
+  // one backward of one chunk (the sleep, and what the stage and autograd add).
+  std::vector<double> forward_s, backward_s;
+  // Per step, over every rank's compute actions (each one sleep): how much
+  // later than asked a sleep ended, and the executor's compute time beyond
+  // the sleeps (the copies, autograd, the loss).
+  std::vector<double> sleep_overshoot_s, compute_overhead_s;
+  bool losses_right = true;  // the last stage saw each micro-batch's own values
 };
 
-// A rank's step as the row it shares: start, end, compute, wait, loss sum,
-// then the peak in flight of each of its chunks.
-constexpr int kRowFixed = 5;
+// A rank's step as it shares it: these fields, then the peak in flight of
+// each of its chunks, all as doubles.
+struct RankStep {
+  double start_s, end_s, forward_s, backward_s, wait_s, loss_sum, slept_s, asked_s, sleeps;
+};
+constexpr int kRowFixed = sizeof(RankStep) / sizeof(double);
+static_assert(sizeof(RankStep) == kRowFixed * sizeof(double), "RankStep is doubles only");
 
-void add_step(const at::Tensor& rows, const planner::PipelineShape& shape, std::vector<std::vector<double>>& waits,
+// Across steps, per rank: what add_step keeps to take medians of.
+struct RankSeries {
+  std::vector<double> wait_s, forward_s, backward_s;
+};
+
+void add_step(const at::Tensor& rows, const planner::PipelineShape& shape, std::vector<RankSeries>& series,
               ScheduleReport& report) {
   const int p = shape.pp, v = shape.virtual_stages, width = kRowFixed + v;
-  const double* x = rows.data_ptr<double>();
-  double first = std::numeric_limits<double>::infinity(), last = -first, compute = 0;
+  const double chunk_micro_batches = static_cast<double>(shape.micro_batches * v);
+  double first = std::numeric_limits<double>::infinity(), last = -first, compute = 0, slept = 0, asked = 0;
+  double sleeps = 0, loss_sum = 0;
   for (int r = 0; r < p; ++r) {
-    const double* row = x + r * width;
-    first = std::min(first, row[0]);
-    last = std::max(last, row[1]);
-    compute += row[2];
-    waits[r].push_back(row[3]);
+    const double* row = rows.data_ptr<double>() + r * width;
+    RankStep rank_step;
+    std::memcpy(&rank_step, row, sizeof rank_step);
+    first = std::min(first, rank_step.start_s);
+    last = std::max(last, rank_step.end_s);
+    compute += rank_step.forward_s + rank_step.backward_s;
+    slept += rank_step.slept_s, asked += rank_step.asked_s, sleeps += rank_step.sleeps;
+    series[r].wait_s.push_back(rank_step.wait_s);
+    series[r].forward_s.push_back(rank_step.forward_s / chunk_micro_batches);
+    series[r].backward_s.push_back(rank_step.backward_s / chunk_micro_batches);
+    if (r == p - 1) loss_sum = rank_step.loss_sum;  // the last stage is on the last rank
     for (int c = 0; c < v; ++c) {
       int64_t& peak = report.peak_in_flight[static_cast<size_t>(c * p + r)];
       peak = std::max(peak, static_cast<int64_t>(row[kRowFixed + c]));
@@ -129,17 +153,21 @@ void add_step(const at::Tensor& rows, const planner::PipelineShape& shape, std::
   const double step = last - first;
   report.step_s.push_back(step);
   report.bubble.push_back(1 - compute / (p * step));
+  report.sleep_overshoot_s.push_back(sleeps > 0 ? (slept - asked) / sleeps : 0);
+  report.compute_overhead_s.push_back(sleeps > 0 ? (compute - slept) / sleeps : 0);
   // Micro-batch m carries the value m + 1 all the way, so the losses (their means) sum to m (m + 1) / 2.
   const double m = static_cast<double>(shape.micro_batches);
-  const double loss_sum = x[(p - 1) * width + 4];  // the last stage is on the last rank
   report.losses_right = report.losses_right && std::abs(loss_sum - m * (m + 1) / 2) <= 1e-6 * m * m;
 }
 
 ScheduleReport run_schedule(ccl::Communicator& world, const Options& o, const planner::PipelineSchedule& lowered) {
   const planner::PipelineShape& shape = lowered.shape;
   const int p = shape.pp, v = shape.virtual_stages, rank = world.rank();
+  auto tally = std::make_shared<SleepTally>();
   std::vector<parallel::PipelineChunk> chunks;
-  for (int c = 0; c < v; ++c) chunks.push_back(sleep_stage(c * p + rank, o.forward_s / v, o.backward_s / v));
+  for (int c = 0; c < v; ++c) {
+    chunks.push_back(sleep_stage(c * p + rank, o.forward_s / v, o.backward_s / v, tally));
+  }
   parallel::PipelineExecutor executor(world, std::move(chunks));
   const int64_t elements = o.activation_bytes / 4;
   parallel::PipelineStepFunctions functions;
@@ -148,23 +176,42 @@ ScheduleReport run_schedule(ccl::Communicator& world, const Options& o, const pl
 
   ScheduleReport report;
   report.peak_in_flight.assign(static_cast<size_t>(shape.stages()), 0);
-  std::vector<std::vector<double>> waits(static_cast<size_t>(p));
+  std::vector<RankSeries> series(static_cast<size_t>(p));
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     ccl::barrier(world).wait();
+    *tally = SleepTally{};
     const double start = monotonic_s();
     const parallel::PipelineStepResult result =
         executor.run(lowered, functions, {elements}, torch::TensorOptions().dtype(torch::kFloat));
-    const double end = monotonic_s();
+    const RankStep mine{start,           monotonic_s(),   result.forward_s,
+                        result.backward_s, result.wait_s, result.loss_sum,
+                        tally->slept_s,  tally->asked_s,  static_cast<double>(tally->sleeps)};
     at::Tensor row = torch::empty({kRowFixed + v}, torch::kDouble);
-    double* x = row.data_ptr<double>();
-    x[0] = start, x[1] = end, x[2] = result.forward_s + result.backward_s, x[3] = result.wait_s;
-    x[4] = result.loss_sum;
-    for (int c = 0; c < v; ++c) x[kRowFixed + c] = static_cast<double>(result.peak_in_flight[c]);
+    std::memcpy(row.data_ptr<double>(), &mine, sizeof mine);
+    for (int c = 0; c < v; ++c) row.data_ptr<double>()[kRowFixed + c] = static_cast<double>(result.peak_in_flight[c]);
     const at::Tensor rows = parallel::allgather(row, world, 0);
-    if (step >= o.warmup) add_step(rows, shape, waits, report);
+    if (step >= o.warmup) add_step(rows, shape, series, report);
   }
-  for (const auto& rank_waits : waits) report.wait_s.push_back(median(rank_waits));
+  for (const RankSeries& rank : series) {
+    report.wait_s.push_back(median(rank.wait_s));
+    report.forward_s.push_back(median(rank.forward_s));
+    report.backward_s.push_back(median(rank.backward_s));
+  }
   return report;
+}
+
+// The same schedule simulated with what the executor measured of each
+// compute action instead of the sleeps: what is left between it and the
+// measured step is the schedule's logic (waits, posting order, transfers).
+planner::SimulationResult simulate_measured_costs(const planner::PipelineSchedule& lowered,
+                                                  const ScheduleReport& measured, double transfer_s) {
+  const planner::PipelineShape& shape = lowered.shape;
+  planner::ActionCosts costs = planner::ActionCosts::uniform(shape.stages(), 0, 0, transfer_s);
+  for (int stage = 0; stage < shape.stages(); ++stage) {
+    costs.forward_s[stage] = measured.forward_s[shape.rank_of_stage(stage)];
+    costs.backward_s[stage] = measured.backward_s[shape.rank_of_stage(stage)];
+  }
+  return planner::simulate_schedule(lowered, costs, {/*timeline=*/false});
 }
 
 void print_preamble(const Options& o, const ccl::BootstrapInfo& info, double transfer_s) {
@@ -185,30 +232,38 @@ void print_preamble(const Options& o, const ccl::BootstrapInfo& info, double tra
 }
 
 void print_report(const Options& o, const planner::PipelineSchedule& lowered, double transfer_s,
-                  const ScheduleReport& measured, const planner::SimulationResult& simulated) {
+                  const ScheduleReport& measured, const planner::SimulationResult& simulated,
+                  const planner::SimulationResult& with_measured_costs) {
   const planner::PipelineShape& shape = lowered.shape;
   const char* name = planner::schedule_name(shape.schedule);
   const double step = median(measured.step_s), bubble = median(measured.bubble);
-  const double ratio = step / simulated.step_s;
+  const double ratio = step / simulated.step_s, ratio_measured_costs = step / with_measured_costs.step_s;
+  const double overshoot_us = median(measured.sleep_overshoot_s) * 1e6;
+  const double overhead_us = median(measured.compute_overhead_s) * 1e6;
   const bool peaks_match = measured.peak_in_flight == simulated.peak_in_flight;
   const std::string peaks = join(measured.peak_in_flight), simulated_peaks = join(simulated.peak_in_flight);
   std::printf("# %s p=%d v=%d m=%lld: step %.4f s measured (median of %zu), %.4f s simulated, ratio %.4f; "
-              "bubble %.4f measured, %.4f simulated; wait per rank %s s; peak in flight per stage %s, "
-              "simulated %s%s\n",
+              "bubble %.4f measured, %.4f simulated; peak in flight per stage %s, simulated %s%s\n",
               name, shape.pp, shape.virtual_stages, static_cast<long long>(shape.micro_batches), step,
-              measured.step_s.size(), simulated.step_s, ratio, bubble, simulated.bubble_fraction,
-              join_seconds(measured.wait_s).c_str(), peaks.c_str(), simulated_peaks.c_str(),
-              peaks_match ? "" : " (MISMATCH)");
-  std::printf("#   measured steps: %s s\n", join_seconds(measured.step_s).c_str());
+              measured.step_s.size(), simulated.step_s, ratio, bubble, simulated.bubble_fraction, peaks.c_str(),
+              simulated_peaks.c_str(), peaks_match ? "" : " (MISMATCH)");
+  std::printf("#   measured steps %s s; wait per rank %s s; per compute action a sleep ends %.0f us late and the "
+              "executor's compute takes %.0f us beyond it; simulated with the executor's measured compute times "
+              "%.4f s, ratio %.4f\n",
+              join_seconds(measured.step_s).c_str(), join_seconds(measured.wait_s).c_str(), overshoot_us,
+              overhead_us, with_measured_costs.step_s, ratio_measured_costs);
   if (!measured.losses_right)
     std::printf("# FAILED: the last stage's losses were not those of its micro-batches (an activation went astray)\n");
   std::printf("bench=pipeline schedule=%s p=%d v=%d m=%lld forward_ms=%g backward_ms=%g activation_bytes=%lld "
               "steps=%zu transfer_s=%.3g measured_step_s=%.6f simulated_step_s=%.6f ratio=%.4f measured_bubble=%.4f "
-              "simulated_bubble=%.4f peak_in_flight=%s simulated_peak_in_flight=%s peaks_match=%s losses_right=%s\n",
+              "simulated_bubble=%.4f sleep_overshoot_us=%.0f compute_overhead_us=%.0f "
+              "simulated_measured_costs_step_s=%.6f ratio_measured_costs=%.4f peak_in_flight=%s "
+              "simulated_peak_in_flight=%s peaks_match=%s losses_right=%s\n",
               name, shape.pp, shape.virtual_stages, static_cast<long long>(shape.micro_batches), o.forward_s * 1e3,
               o.backward_s * 1e3, static_cast<long long>(o.activation_bytes), measured.step_s.size(), transfer_s,
-              step, simulated.step_s, ratio, bubble, simulated.bubble_fraction, peaks.c_str(),
-              simulated_peaks.c_str(), peaks_match ? "yes" : "no", measured.losses_right ? "yes" : "no");
+              step, simulated.step_s, ratio, bubble, simulated.bubble_fraction, overshoot_us, overhead_us,
+              with_measured_costs.step_s, ratio_measured_costs, peaks.c_str(), simulated_peaks.c_str(),
+              peaks_match ? "yes" : "no", measured.losses_right ? "yes" : "no");
   std::fflush(stdout);
 }
 
@@ -244,7 +299,10 @@ int run_pipeline_bench(const Options& o) {
     GIANT_CHECK(!simulated.deadlocked, "the simulator found the schedule deadlocked: ", simulated.deadlock);
     // Every rank comes to the same verdict from the same gathered rows, so each exits alike.
     ok = ok && measured.peak_in_flight == simulated.peak_in_flight && measured.losses_right;
-    if (leader) print_report(o, lowered, transfer_s, measured, simulated);
+    if (leader) {
+      print_report(o, lowered, transfer_s, measured, simulated,
+                   simulate_measured_costs(lowered, measured, transfer_s));
+    }
   }
   return ok ? 0 : 1;
 }

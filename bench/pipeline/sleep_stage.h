@@ -6,10 +6,24 @@
 // whatever its input (stage 0's does not).
 #pragma once
 
+#include <cstdint>
+#include <memory>
+
 #include "giant/parallel/pipeline/executor.h"
 
 namespace giant::bench::pipeline {
 
-parallel::PipelineChunk sleep_stage(int stage, double forward_s, double backward_s);
+// What a rank's stages slept, as the clock saw it: a sleep ends some time
+// after it asked to (timer slack, the wake-up), which the bench tells apart
+// from the executor's own time.
+struct SleepTally {
+  double asked_s = 0;
+  double slept_s = 0;
+  int64_t sleeps = 0;
+};
+
+// The tally must outlive every backward of the chunk's forwards.
+parallel::PipelineChunk sleep_stage(int stage, double forward_s, double backward_s,
+                                    std::shared_ptr<SleepTally> tally);
 
 }  // namespace giant::bench::pipeline
