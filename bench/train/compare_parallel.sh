@@ -75,10 +75,8 @@ data=examples/data/kjv.txt
 [[ -x $giant ]] || { echo "compare_parallel.sh: $giant is missing (build it first)" >&2; exit 2; }
 tmp=$(mktemp -d /tmp/giant-parallel-XXXXXX)
 
-common=(--set model.layers=4 --set model.hidden=256 --set model.heads=4 --set model.seq_len=128
-        --set model.vocab=256 --set train.threads=1 --set train.steps="$steps"
-        --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0
-        --set train.precision="$precision")
+bench_model_flags "$steps" "$precision"
+common=("${bench_model[@]}")
 single_flags=(--set train.global_batch=8 --set train.micro_batch=8)
 dp2_flags=(--set parallel.dp=2 --set train.global_batch=16 --set train.micro_batch=8)
 dp2_zero0_flags=("${dp2_flags[@]}" --set parallel.zero=0)
@@ -88,64 +86,16 @@ launch=("$giant" launch --nproc 2 --)
 ddp=("${peer_malloc[@]}" "$python" bench/train/pytorch_ddp.py --nproc 2 --threads 1 --batch 8 --layers 4 --hidden 256
      --heads 4 --seq-len 128 --vocab 256 --steps "$steps" --warmup 1 --data "$data")
 [[ $precision == fp32 ]] || ddp+=(--bf16)
-out_flag() { printf '%s' "train.out_dir=\"$tmp/$1\""; }  # a TOML string
-
-background=()  # the concurrent runs of two_independent, stopped if the script stops early
-stop_background() { local p; for p in "${background[@]}"; do kill "$p" 2>/dev/null || true; done; }
+bench_script=compare_parallel.sh
 trap 'stop_background; rm -rf "$tmp"' EXIT
-fail() {  # log name -> shows the log and stops
-  echo "compare_parallel.sh: $2 failed; its log:" >&2
-  cat "$1" >&2
-  exit 1
-}
-# metrics.jsonl -> "tokens_per_s step_s comm_wait_s" from its summary record.
-giant_summary() {
-  local fields tokens step comm
-  fields=$(summary_fields "$1" tokens_per_s_median step_s_median comm_wait_s_median) || return 1
-  read -r tokens step comm <<< "$fields"
-  [[ $comm == NA ]] || comm=$(printf '%.6f' "$comm")
-  printf '%.1f %.6f %s\n' "$tokens" "$step" "$comm"
-}
 
-# Each run_* sets tokens_per_s, step_s and comm_wait_s (no subshell, so a failure stops the script).
-run_giant() {  # name, then the command line
-  local name=$1; shift
-  local log=$tmp/$name.log
-  rm -rf "${tmp:?}/$name"
-  "$@" --set "$(out_flag "$name")" > "$log" 2>&1 || fail "$log" "$name"
-  local values
-  values=$(giant_summary "$tmp/$name/metrics.jsonl" 2>> "$log") || fail "$log" "$name (reading metrics.jsonl)"
-  read -r tokens_per_s step_s comm_wait_s <<< "$values"
-}
 run_single() { run_giant single "$giant" train "${common[@]}" "${single_flags[@]}"; comm_wait_s=0; }
 run_dp2() { run_giant dp2 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}"; }
 run_dp2_zero0() { run_giant dp2_zero0 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_zero0_flags[@]}"; }
 run_tp2() { run_giant tp2 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}"; }
 run_dp2_fp32() { run_giant dp2_fp32 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}" "${fp32_flags[@]}"; }
 run_tp2_fp32() { run_giant tp2_fp32 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}" "${fp32_flags[@]}"; }
-run_two_independent() {
-  local i
-  background=()
-  for i in 0 1; do
-    rm -rf "${tmp:?}/independent$i"
-    "$giant" train "${common[@]}" "${single_flags[@]}" --set "$(out_flag "independent$i")" \
-      > "$tmp/independent$i.log" 2>&1 &
-    background+=($!)
-  done
-  local t0 s0 t1 s1 v0 v1
-  for i in 0 1; do wait "${background[$i]}" || fail "$tmp/independent$i.log" "two_independent (process $i)"; done
-  background=()
-  v0=$(giant_summary "$tmp/independent0/metrics.jsonl" 2>> "$tmp/independent0.log") ||
-    fail "$tmp/independent0.log" "two_independent (reading metrics.jsonl of process 0)"
-  v1=$(giant_summary "$tmp/independent1/metrics.jsonl" 2>> "$tmp/independent1.log") ||
-    fail "$tmp/independent1.log" "two_independent (reading metrics.jsonl of process 1)"
-  read -r t0 s0 _ <<< "$v0"
-  read -r t1 s1 _ <<< "$v1"
-  tokens_per_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", a + b}')
-  step_s=$(awk -v a="$s0" -v b="$s1" 'BEGIN {printf "%.6f", (a + b) / 2}')
-  slower_step_s=$(awk -v a="$s0" -v b="$s1" 'BEGIN {printf "%.6f", (a + 0 > b + 0 ? a : b)}')
-  comm_wait_s=0
-}
+run_two_independent() { run_two_copies independent "$giant" train "${common[@]}" "${single_flags[@]}"; }
 run_pytorch_ddp() {
   local log=$tmp/pytorch_ddp.log line
   "${ddp[@]}" > "$log" 2>&1 || fail "$log" pytorch_ddp
@@ -154,8 +104,6 @@ run_pytorch_ddp() {
   step_s=$(sed -n 's/.* step_s_median=\([^ ]*\).*/\1/p' <<< "$line")
   comm_wait_s=$(sed -n 's/.* comm_wait_s_median=\([^ ]*\).*/\1/p' <<< "$line")
 }
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "NA" || b == "NA" || b == 0) print "NA"; else printf "%.3f", a / b}'; }
 
 echo "# torch: $("$python" -c 'import torch; print(torch.__version__)') ($python)"
 commands=(
