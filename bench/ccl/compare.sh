@@ -92,12 +92,12 @@ results=$work/results  # peer n bytes rep time_us busbw_gbps transports
 : >"$results"
 failures=()
 background_pids=()  # running now: the current run, an iperf3 server
-netns_made=()
+source "$script_dir/../netns_hosts.sh"  # netns_hosts_up, netns_hosts_down
 cleanup() {
-  local pid ns
+  local pid
   for pid in "${background_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${background_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  for ns in "${netns_made[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  netns_hosts_down
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -300,25 +300,10 @@ run_one_host() {
 run_hosts() {
   [[ $(id -u) == 0 ]] || { echo "compare.sh: --hosts needs root (ip netns, tc)" >&2; exit 2; }
   command -v iperf3 >/dev/null || { echo "compare.sh: --hosts needs iperf3 (apt-get install iperf3)" >&2; exit 2; }
-  local tag=$$ ns_a ns_b veth_a veth_b addr_a=10.231.0.1 addr_b=10.231.0.2
-  ns_a=giantcmp${tag}a ns_b=giantcmp${tag}b veth_a=gcmp${tag}a veth_b=gcmp${tag}b
+  local ns_a ns_b addr_a addr_b  # set by netns_hosts_up
   header
+  netns_hosts_up giantcmp gcmp "$rate" || exit 1
   echo "# link: namespaces $ns_a (host A, $addr_a) and $ns_b (host B, $addr_b), veth pair, tbf rate $rate on each end"
-  local setup=(
-    "ip netns add $ns_a" "ip netns add $ns_b"
-    "ip link add $veth_a netns $ns_a type veth peer name $veth_b netns $ns_b"
-    "ip -n $ns_a addr add $addr_a/24 dev $veth_a" "ip -n $ns_b addr add $addr_b/24 dev $veth_b"
-    "ip -n $ns_a link set lo up" "ip -n $ns_b link set lo up"
-    "ip -n $ns_a link set $veth_a up" "ip -n $ns_b link set $veth_b up"
-    "tc -n $ns_a qdisc add dev $veth_a root tbf rate $rate burst 256kb latency 50ms"
-    "tc -n $ns_b qdisc add dev $veth_b root tbf rate $rate burst 256kb latency 50ms")
-  local step
-  for step in "${setup[@]}"; do
-    echo "# setup: $step"
-    # shellcheck disable=SC2086
-    $step || { echo "compare.sh: setup failed: $step" >&2; exit 1; }
-    if [[ $step == "ip netns add "* ]]; then netns_made+=("${step#ip netns add }"); fi
-  done
 
   local launch=(ip netns exec "$ns_a" "$giant_bin" launch --store-addr "$addr_a")
   local bench_flags=(--launched --collectives allreduce --dtype f32 --op sum --bytes "$bytes" --iters "$iters"
