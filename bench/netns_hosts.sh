@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Two hosts on one machine for the benchmarks (sourced, not run; root only):
 # two network namespaces joined by a veth pair, `tc tbf` capping each end.
 #

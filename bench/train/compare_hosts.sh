@@ -69,8 +69,9 @@ done
 (( ${#config_list[@]} > 0 )) || { echo "$bench_script: --configs is empty" >&2; exit 2; }
 [[ -z $calibrated || -r $calibrated ]] || { echo "$bench_script: cannot read --calibrated $calibrated" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "$bench_script: needs root (ip netns, tc)" >&2; exit 2; }
-command -v ip > /dev/null && command -v tc > /dev/null ||
-  { echo "$bench_script: needs iproute2 (ip, tc): apt-get install iproute2" >&2; exit 2; }
+if ! command -v ip > /dev/null || ! command -v tc > /dev/null; then
+  echo "$bench_script: needs iproute2 (ip, tc): apt-get install iproute2" >&2; exit 2
+fi
 
 giant=$build_dir/bin/giant
 [[ -x $giant ]] || { echo "$bench_script: $giant is missing (build it first)" >&2; exit 2; }
@@ -121,7 +122,7 @@ for c in "${config_list[@]}"; do
 plan = json.loads(sys.argv[1])["plans"][0]
 print("%.4f" % plan["step_s"], " ".join("%s_s=%.4f" % kv for kv in plan["components_s"].items()))' "$json") ||
     fail "$tmp/plan-$c.log" "reading giant plan's JSON for $c"
-  read -r pred_step[$c] pred_line[$c] <<< "$parsed"
+  read -r "pred_step[$c]" "pred_line[$c]" <<< "$parsed"
   echo "bench=train_hosts config=$c predicted pred_step_s=${pred_step[$c]} ${pred_line[$c]}"
 done
 
