@@ -12,9 +12,10 @@ Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape)
   GIANT_CHECK(shape_.size() == world_->size(), "mesh dp x pp x tp = ", shape_.dp, " x ", shape_.pp, " x ",
               shape_.tp, " = ", shape_.size(), " ranks, but the world has ", world_->size());
   const int rank = world_->rank();
-  tp_rank_ = rank % shape_.tp;
-  dp_rank_ = rank / shape_.tp % shape_.dp;
-  pp_rank_ = rank / (shape_.tp * shape_.dp);
+  const Coordinates mine = coordinates_of(shape_, rank);
+  dp_rank_ = mine.dp;
+  pp_rank_ = mine.pp;
+  tp_rank_ = mine.tp;
   // Every rank splits in the same order (split is collective on the world).
   tp_ = world_->split(pp_rank_ * shape_.dp + dp_rank_, tp_rank_);
   dp_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_);

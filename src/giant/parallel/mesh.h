@@ -43,6 +43,13 @@ class Mesh {
   static int rank_of(const MeshShape& shape, int dp_rank, int pp_rank, int tp_rank) {
     return (pp_rank * shape.dp + dp_rank) * shape.tp + tp_rank;
   }
+  // The inverse of rank_of, known before the mesh is built (no collective).
+  struct Coordinates {
+    int dp = 0, pp = 0, tp = 0;
+  };
+  static Coordinates coordinates_of(const MeshShape& shape, int rank) {
+    return {rank / shape.tp % shape.dp, rank / (shape.tp * shape.dp), rank % shape.tp};
+  }
   // Aborts every communicator (a failed step must not leave peers waiting).
   void abort(const std::string& reason) const;
 

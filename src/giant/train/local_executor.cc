@@ -14,7 +14,7 @@ void zero_gradients(const StepParts& parts) {
     parts.reducer->zero_grad();
     return;
   }
-  for (const auto& p : parts.parameters) const_cast<at::Tensor&>(p).mutable_grad().reset();
+  for (const auto& p : parts.parameters) p.mutable_grad().reset();
 }
 
 StepLoss LocalExecutor::train_step(int64_t step, double loss_scale, StepReport& report) {

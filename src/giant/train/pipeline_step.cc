@@ -114,11 +114,11 @@ double PipelineStepExecutor::evaluate(int64_t batches) {
 }
 
 NextLogits PipelineStepExecutor::next_logits(int64_t padded_vocab) {
-  return [this, padded_vocab](const at::Tensor& context) {
-    planner::PipelineShape shape = shape_;
-    shape.micro_batches = 1;
-    const planner::PipelineSchedule forward_only =
-        planner::lower_communication(planner::generate_forward_only(shape));
+  planner::PipelineShape shape = shape_;
+  shape.micro_batches = 1;
+  auto forward_only = std::make_shared<const planner::PipelineSchedule>(
+      planner::lower_communication(planner::generate_forward_only(shape)));
+  return [this, padded_vocab, forward_only](const at::Tensor& context) {
     at::Tensor logits = torch::zeros({padded_vocab}, torch::kFloat);
     parallel::PipelineStepFunctions functions;
     functions.input = [&](int64_t) { return context; };
@@ -128,7 +128,7 @@ NextLogits PipelineStepExecutor::next_logits(int64_t padded_vocab) {
       logits.copy_(last);
       return torch::zeros({});
     };
-    executor_->run(forward_only, functions, {1, context.size(1), hidden_}, activation_options_);
+    executor_->run(*forward_only, functions, {1, context.size(1), hidden_}, activation_options_);
     parallel::allreduce_(logits, pp_);  // the other stages add zeros: exact
     return logits;
   };

@@ -207,7 +207,10 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
                                          s.tokenizer->name() + "' has " +
                                          std::to_string(s.tokenizer->vocab_size()) + " tokens");
   }
-  const int dp_rank = world ? world->rank() / static_cast<int>(c.parallel.tp) % static_cast<int>(c.parallel.dp) : 0;
+  const parallel::MeshShape shape{static_cast<int>(c.parallel.dp), static_cast<int>(c.parallel.pp),
+                                  static_cast<int>(c.parallel.tp)};
+  // The data is checked before the mesh's collective work starts.
+  const int dp_rank = world ? parallel::Mesh::coordinates_of(shape, world->rank()).dp : 0;
   s.batches = std::make_unique<MicroBatches>(
       c, data::TokenCorpus::load(c.data.path, *s.tokenizer, c.data.val_fraction), dp_rank);
   s.open_outputs(config_toml);
@@ -217,10 +220,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
     s.progress.line("warning: the C library refused train.retain_memory_mb; freed memory goes back to the kernel");
   }
   if (world && world->size() > 1) {
-    s.mesh = std::make_unique<parallel::Mesh>(
-        std::move(world), parallel::MeshShape{static_cast<int>(c.parallel.dp), static_cast<int>(c.parallel.pp),
-                                     static_cast<int>(c.parallel.tp)});
-    GIANT_CHECK(s.mesh->dp_rank() == dp_rank, "the mesh's dp rank ", s.mesh->dp_rank(), " is not ", dp_rank);
+    s.mesh = std::make_unique<parallel::Mesh>(std::move(world), shape);
     if (c.parallel.tp > 1) {
       s.tp = {&s.mesh->tp(), s.mesh->tp_rank(), static_cast<int>(c.parallel.tp), &s.clock.tensor_parallel_s};
     }

@@ -241,15 +241,6 @@ class StepRun {
   PipelineStepResult result_;
 };
 
-bool has_backward(const planner::PipelineSchedule& schedule) {
-  for (const auto& actions : schedule.ranks) {
-    for (const auto& action : actions) {
-      if (action.kind == ActionKind::backward) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 PipelineExecutor::PipelineExecutor(ccl::Communicator& comm, std::vector<PipelineChunk> chunks)
@@ -267,7 +258,7 @@ PipelineStepResult PipelineExecutor::run(const planner::PipelineSchedule& lowere
     GIANT_CHECK(lowered.shape.rank_of_stage(chunk.stage) == comm_.rank(), "stage ", chunk.stage,
                 " does not run on pp rank ", comm_.rank());
   }
-  const bool with_backward = has_backward(lowered);
+  const bool with_backward = !lowered.forward_only;
   std::optional<at::NoGradGuard> no_grad;
   if (!with_backward) no_grad.emplace();
   StepRun run(comm_, chunks_, lowered.shape, functions, activation_shape, activation_options, loss_factor,
