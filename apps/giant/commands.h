@@ -12,5 +12,14 @@ int train_command(const std::vector<std::string>& args);
 int launch_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
+int generate_command(const std::vector<std::string>& args);      // generate_command.cc
+// giant checkpoint {info, verify, export, import} (checkpoint_command.cc
+// dispatches; info and verify in checkpoint_inspect_command.cc, export and
+// import in checkpoint_convert_command.cc).
+int checkpoint_command(const std::vector<std::string>& args);
+int checkpoint_info_command(const std::vector<std::string>& args);
+int checkpoint_verify_command(const std::vector<std::string>& args);
+int checkpoint_export_command(const std::vector<std::string>& args);
+int checkpoint_import_command(const std::vector<std::string>& args);
 
 }  // namespace giant::app

@@ -25,6 +25,9 @@ constexpr const char* kCommands =
     "  bench pipeline [flags]                      pipeline schedules with sleeping stages against the simulator\n"
     "                                              (under giant launch; giant bench pipeline --help)\n"
     "  plan [flags]                                choose a parallel layout (giant plan --help)\n"
+    "  generate CHECKPOINT [flags]                 generate text from a checkpoint (giant generate --help)\n"
+    "  checkpoint {info, verify, export, import}   inspect, check and convert checkpoints\n"
+    "                                              (giant checkpoint --help)\n"
     "\n"
     "--log-level and --log-timestamps go before the command or after its name.\n"
     "Exit status: 0 done, 1 a runtime failure, 2 bad flags, config or environment.";
@@ -34,10 +37,12 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "launch") return launch_command(args);
   if (command == "bench") return bench_command(args);
   if (command == "plan") return plan_command(args);
+  if (command == "generate") return generate_command(args);
+  if (command == "checkpoint") return checkpoint_command(args);
   const bool flag = command.rfind('-', 0) == 0;  // prefix_command leaves unknown flags here too
   std::cerr << "giant: unknown " << (flag ? "flag" : "command") << " '" << command << "'"
             << did_you_mean(command, flag ? std::vector<std::string>{"--version", "--log-level", "--log-timestamps"}
-                                          : std::vector<std::string>{"train", "launch", "bench", "plan"})
+                                          : std::vector<std::string>{"train", "launch", "bench", "plan", "generate", "checkpoint"})
             << "\n(see giant --help)\n";
   return kExitBadInput;
 }

@@ -15,6 +15,10 @@ void require_positive(const char* key, int64_t value) {
 
 }  // namespace
 
+const char* activation_name(Activation activation) {
+  return activation == Activation::gelu_tanh ? "gelu_tanh" : "gelu";
+}
+
 void GptConfig::validate() const {
   require_positive("model.layers", layers);
   require_positive("model.hidden", hidden);

@@ -6,6 +6,11 @@
 
 namespace giant::models {
 
+// The MLP's nonlinearity: GELU with erf, or its tanh approximation (GPT-2's,
+// "gelu_new" in Hugging Face transformers).
+enum class Activation { gelu, gelu_tanh };
+const char* activation_name(Activation activation);  // "gelu", "gelu_tanh"
+
 struct GptConfig {
   int64_t layers = 4;
   int64_t hidden = 256;
@@ -16,6 +21,7 @@ struct GptConfig {
   int64_t vocab_pad = 128;  // the embedding has vocab rounded up to a multiple of this
   double dropout = 0.0;
   double init_std = 0.02;
+  Activation activation = Activation::gelu;
 
   int64_t ffn_size() const { return ffn > 0 ? ffn : 4 * hidden; }
   int64_t padded_vocab() const { return (vocab + vocab_pad - 1) / vocab_pad * vocab_pad; }

@@ -59,12 +59,16 @@ TORCH_MODULE(GptFinalNorm);
 // entries are -inf: padding is never predicted. Uses the embedding's weight
 // when it is built in the same process, else holds its own copy drawn as the
 // embedding draws it.
-class GptHeadImpl : public torch::nn::Module {
+class GptHeadImpl : public torch::nn::Module, public parallel::DeclaresTensorSplits {
  public:
   GptHeadImpl(const GptConfig& config, const parallel::LayerContext& context,
               int64_t embedding_index);
   torch::Tensor forward(torch::Tensor x);
   bool owns_weight() const { return owns_weight_; }
+  std::map<std::string, parallel::TensorSplit> own_tensor_splits() const override {
+    if (!owns_weight_) return {};
+    return {{"tp_wte", {0, 1}}};
+  }
 
  private:
   int64_t vocab_;

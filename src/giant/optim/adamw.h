@@ -35,6 +35,9 @@ class AdamW {
   void zero_grad();
 
   int64_t steps_taken() const { return step_; }
+  // Resuming from a checkpoint: the step count (bias correction) it saved;
+  // its moments are loaded into first_moment()/second_moment() in place.
+  void restore_steps_taken(int64_t steps) { step_ = steps; }
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
   // Parameter i's moments (the same shape, dtype and device as it).
   const at::Tensor& first_moment(size_t i) const { return moments_.at(i).first; }

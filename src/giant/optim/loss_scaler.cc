@@ -28,4 +28,11 @@ void LossScaler::update(bool overflowed) {
   }
 }
 
+void LossScaler::restore(const State& state) {
+  scale_ = state.scale;
+  good_steps_ = state.good_steps;
+  hysteresis_left_ = state.hysteresis_left;
+  overflows_ = state.overflows;
+}
+
 }  // namespace giant::optim

@@ -28,6 +28,14 @@ class LossScaler {
 
   int64_t overflows() const { return overflows_; }
 
+  // Everything update() depends on, for checkpoints.
+  struct State {
+    double scale = 0;
+    int64_t good_steps = 0, hysteresis_left = 0, overflows = 0;
+  };
+  State state() const { return {scale_, good_steps_, hysteresis_left_, overflows_}; }
+  void restore(const State& state);
+
  private:
   LossScalerOptions options_;
   double scale_;

@@ -1,6 +1,7 @@
 #include "giant/train/run_config.h"
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -194,7 +195,33 @@ void define_run_keys(Tunables& k) {
   k.define_string("data.path", "examples/data/kjv.txt", "training text (relative to the working directory)");
   k.define_string("data.tokenizer", "byte", "tokenizer: byte");
   k.define_real("data.val_fraction", 0.05, "share of the text, from its end, held out for validation");
+
+  k.define_string("checkpoint.dir", "", "where checkpoints go (empty: train.out_dir/checkpoints)");
+  k.define_int("checkpoint.every", 0, "save a checkpoint every this many steps (0: only at the end)");
+  k.define_int("checkpoint.keep", 3, "newest checkpoints kept (older ones are removed once a newer one is complete)");
+  k.define_bool("checkpoint.async", false,
+                "copy the state to memory at the step and write it from a background thread while training goes on");
+  k.define_string("train.resume", "auto",
+                  "auto (the latest good checkpoint in checkpoint.dir, if any), \"\" (never) or a checkpoint path");
 }
+
+namespace {
+
+void read_checkpoint_keys(const Tunables& k, RunConfig& c) {
+  auto& s = c.checkpoint;
+  s.dir = k.get_string("checkpoint.dir");
+  if (s.dir.empty()) s.dir = (std::filesystem::path(c.train.out_dir) / "checkpoints").string();
+  s.every = k.get_int("checkpoint.every");
+  s.keep = k.get_int("checkpoint.keep");
+  s.async = k.get_bool("checkpoint.async");
+  s.resume = k.get_string("train.resume");
+  if (s.every < 0) {
+    throw ConfigError("checkpoint.every", "must not be negative (0: only at the end), got " + std::to_string(s.every));
+  }
+  if (s.keep < 1) throw ConfigError("checkpoint.keep", "must be at least 1, got " + std::to_string(s.keep));
+}
+
+}  // namespace
 
 void apply_config_file(Tunables& keys, const std::string& path) {
   toml::table table;
@@ -327,6 +354,7 @@ RunConfig run_config_from(const Tunables& k) {
   c.data.tokenizer = k.get_string("data.tokenizer");
   c.data.val_fraction = k.get_real("data.val_fraction");
   if (c.data.path.empty()) throw ConfigError("data.path", "must name a text file");
+  read_checkpoint_keys(k, c);
   return c;
 }
 

@@ -68,11 +68,21 @@ struct DataSettings {
   double val_fraction = 0;
 };
 
+// checkpoint.* and train.resume.
+struct CheckpointSettings {
+  std::string dir;     // resolved: train.out_dir/checkpoints when the key is empty
+  int64_t every = 0;   // steps between saves; 0: only at the end
+  int64_t keep = 3;    // newest checkpoints kept
+  bool async = false;  // written by a background thread while training goes on
+  std::string resume;  // "auto", "" (never) or a checkpoint path
+};
+
 struct RunConfig {
   models::GptConfig model;
   ParallelSettings parallel;
   TrainSettings train;
   DataSettings data;
+  CheckpointSettings checkpoint;
 };
 
 // ConfigError naming train.grad_dtype unless it is fp32 or train.precision.

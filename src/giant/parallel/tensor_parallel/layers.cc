@@ -87,7 +87,7 @@ torch::Tensor shard_columns(const torch::Tensor& full, int rank, int size) {
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(const LayerContext& c, const std::string& name, int64_t in,
                                                    int64_t out, double std, bool gather_output, int64_t stacked)
-    : tp_(c.tp()), gather_output_(gather_output) {
+    : tp_(c.tp()), gather_output_(gather_output), stacked_(stacked) {
   // Gathering concatenates the ranks' [block 0 | block 1 | ...] parts, which
   // is not the unsplit layer's column order when stacked > 1; refused at any
   // tp, so that a configuration does not fail only when split.

@@ -11,6 +11,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "giant/parallel/layer_list.h"
+#include "giant/parallel/tensor_parallel/splits.h"
 
 namespace giant::parallel {
 
@@ -21,16 +22,20 @@ bool is_tensor_parallel_shard(const std::string& parameter_name);
 // replicated; the output is split along its last dimension unless
 // gather_output. `stacked` > 1 splits each of that many equal row blocks on
 // its own (a fused q/k/v projection keeps its three parts per rank).
-class ColumnParallelLinearImpl : public torch::nn::Module {
+class ColumnParallelLinearImpl : public torch::nn::Module, public DeclaresTensorSplits {
  public:
   ColumnParallelLinearImpl(const LayerContext& context, const std::string& name, int64_t in, int64_t out,
                            double std, bool gather_output = false, int64_t stacked = 1);
   torch::Tensor forward(torch::Tensor x);
   const torch::Tensor& weight() const { return weight_; }
+  std::map<std::string, TensorSplit> own_tensor_splits() const override {
+    return {{"tp_weight", {0, stacked_}}, {"tp_bias", {0, stacked_}}};
+  }
 
  private:
   TensorParallelGroup tp_;
   bool gather_output_;
+  int64_t stacked_;
   torch::Tensor weight_, bias_;
 };
 TORCH_MODULE(ColumnParallelLinear);
@@ -38,11 +43,12 @@ TORCH_MODULE(ColumnParallelLinear);
 // y = x W^T + b with W's input columns split over the group: the input is
 // already split along its last dimension; the partial products are summed
 // over the group, then the (replicated) bias is added.
-class RowParallelLinearImpl : public torch::nn::Module {
+class RowParallelLinearImpl : public torch::nn::Module, public DeclaresTensorSplits {
  public:
   RowParallelLinearImpl(const LayerContext& context, const std::string& name, int64_t in, int64_t out,
                         double std);
   torch::Tensor forward(torch::Tensor x);
+  std::map<std::string, TensorSplit> own_tensor_splits() const override { return {{"tp_weight", {1, 1}}}; }
 
  private:
   TensorParallelGroup tp_;
@@ -53,11 +59,12 @@ TORCH_MODULE(RowParallelLinear);
 // Token ids -> embeddings with the rows (vocabulary) split over the group.
 // Each rank looks up the tokens in its range and the partial results are
 // summed. Publishes its weight shard under `shared_key` for a tied head.
-class VocabParallelEmbeddingImpl : public torch::nn::Module {
+class VocabParallelEmbeddingImpl : public torch::nn::Module, public DeclaresTensorSplits {
  public:
   VocabParallelEmbeddingImpl(const LayerContext& context, const std::string& name, int64_t vocab,
                              int64_t hidden, double std, const std::string& shared_key);
   torch::Tensor forward(torch::Tensor tokens);
+  std::map<std::string, TensorSplit> own_tensor_splits() const override { return {{"tp_weight", {0, 1}}}; }
 
  private:
   TensorParallelGroup tp_;
