@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "train/support/event_file_reader.h"
+#include "train/support/launch_support.h"
 #include "train/support/train_test_support.h"
 
 namespace {
@@ -28,26 +29,15 @@ using Clock = std::chrono::steady_clock;
 const std::string kGiant = std::string(GIANT_BINARY_DIR) + "/giant";
 const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
 
+using giant::train::test::losses_of;
 using giant::train::test::read_file;
+using giant::train::test::start_launch;
 
 struct TempDir : giant::train::test::TempDir {
   TempDir() : giant::train::test::TempDir("giant-launch-train") {}
 };
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
-
-// Starts `giant launch ...` with its output in dir/launch.log.
-pid_t start_launch(const std::string& dir, const std::string& train_args, int processes = 2) {
-  const std::string command = kGiant + " launch --nproc " + std::to_string(processes) + " -- sh -c 'echo $$ > " + dir +
-                              "/pid.$GIANT_RANK; exec " + kGiant + " train " + train_args + "' > " + dir +
-                              "/launch.log 2>&1";
-  pid_t pid = fork();
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return pid;
-}
 
 std::string train_args(const std::string& dir, int steps) {
   return "--set parallel.dp=2 --set train.micro_batch=4 --set train.global_batch=8 --set model.layers=2 "
@@ -86,15 +76,6 @@ std::string pipeline_args(const std::string& out, const std::string& layout) {
          "--set train.sample_tokens=0 --set train.precision=fp32 --set parallel.zero=0 --set ccl.timeout=20s "
          "--set data.val_fraction=0.2 --set data.path=\\\"" + kData + "\\\" --set train.out_dir=\\\"" + out +
          "\\\" " + layout;
-}
-
-std::vector<double> losses_of(const std::string& metrics) {
-  std::vector<double> losses;
-  const std::string text = read_file(metrics);
-  for (size_t at = text.find("\"loss\":"); at != std::string::npos; at = text.find("\"loss\":", at + 1)) {
-    losses.push_back(std::stod(text.substr(at + 7)));
-  }
-  return losses;
 }
 
 TEST(LaunchTrain, PipelineProcessesReproduceTheSingleProcess) {

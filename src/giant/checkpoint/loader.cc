@@ -4,6 +4,7 @@
 #include <memory>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "giant/base/error.h"
 #include "giant/checkpoint/checkpoint_dir.h"
@@ -65,6 +66,7 @@ bool covers_whole(const Piece& piece, const TensorSlice& target) {
 CheckpointLoader::CheckpointLoader(fs::path dir) : dir_(std::move(dir)), manifest_(read_manifest(dir_)) {}
 
 void CheckpointLoader::load(const std::vector<TensorSlice>& targets) const {
+  at::NoGradGuard no_grad;  // the targets are often parameters: filled in place, not recorded
   std::map<std::string, std::vector<const TensorSlice*>> by_name;
   for (const auto& target : targets) by_name[target.name].push_back(&target);
   std::map<std::string, std::unique_ptr<SafetensorsReader>> readers;

@@ -73,6 +73,7 @@ void MetricsLog::step(const StepReport& r, double comm_wait_s) {
   record["max_rss_bytes"] = max_resident_bytes();
   record["skipped"] = r.skipped;
   if (r.loss_scale > 0) record["loss_scale"] = number(r.loss_scale);
+  if (r.checkpoint_writing) record["checkpoint_writing"] = true;
   write(line_of(record));
 }
 

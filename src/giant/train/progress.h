@@ -17,6 +17,7 @@ struct StepReport {
   double elapsed_s = 0;  // since training started
   bool skipped = false;
   double loss_scale = 0;  // the scale this step's loss was multiplied by (0: no loss scaling)
+  bool checkpoint_writing = false;  // a background save was being written while this step ran
 };
 
 class Progress {

@@ -1,5 +1,7 @@
 #include "giant/train/run_checkpoints.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <sstream>
 
@@ -9,6 +11,7 @@
 #include "giant/ccl/communicator.h"
 #include "giant/checkpoint/loader.h"
 #include "giant/parallel/tensor_collectives.h"
+#include "giant/train/run_report.h"
 
 namespace giant::train {
 namespace {
@@ -76,10 +79,12 @@ std::vector<std::string> RunCheckpoints::problems_of(const fs::path& candidate) 
 
 std::optional<fs::path> RunCheckpoints::choose_resume() {
   std::ostringstream log;
+  Stopwatch watch;
   const auto chosen = checkpoint::choose_resume_checkpoint(
       config_.checkpoint.resume, config_.checkpoint.dir, [this](const fs::path& c) { return problems_of(c); }, log);
   std::istringstream lines(log.str());
   for (std::string line; std::getline(lines, line);) progress_.line(line);
+  if (chosen) progress_.line("checkpoint " + chosen->string() + " verified in " + fixed(watch.seconds(), 2) + " s");
   return chosen;
 }
 
@@ -92,9 +97,10 @@ double RunCheckpoints::save(const checkpoint::Manifest& meta, const std::vector<
                             const std::vector<checkpoint::Blob>& blobs) {
   if (saver_.in_flight()) report(saver_.wait());
   saving_step_ = meta.step;
-  const double held = saver_.save(meta, owned, blobs);
+  save_started_ = clock_.seconds();
+  held_s_ = saver_.save(meta, owned, blobs);
   if (!saver_.in_flight()) report(fs::path(config_.checkpoint.dir) / checkpoint::step_folder_name(meta.step));
-  return held;
+  return held_s_;
 }
 
 void RunCheckpoints::poll() { report(saver_.poll()); }
@@ -102,7 +108,17 @@ void RunCheckpoints::poll() { report(saver_.poll()); }
 void RunCheckpoints::finish() { report(saver_.wait()); }
 
 void RunCheckpoints::report(const std::optional<fs::path>& committed) {
-  if (committed) progress_.line("checkpoint of step " + std::to_string(saving_step_) + ": " + committed->string());
+  if (!committed) return;
+  const double seconds = clock_.seconds() - save_started_;
+  uint64_t bytes = 0;
+  if (world_ == nullptr || world_->rank() == 0) {
+    for (const auto& file : checkpoint::read_manifest(*committed).files) bytes += file.bytes;
+  }
+  const bool large = bytes >= 1e9;
+  char text[160];
+  std::snprintf(text, sizeof(text), " (%.2f %s in %.2f s, %.2f GB/s; training held %.2f s)", bytes / (large ? 1e9 : 1e6),
+                large ? "GB" : "MB", seconds, bytes / 1e9 / std::max(seconds, 1e-9), held_s_);
+  progress_.line("checkpoint of step " + std::to_string(saving_step_) + ": " + committed->string() + text);
 }
 
 }  // namespace giant::train

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "giant/checkpoint/manifest.h"
+#include "giant/base/timer.h"
 #include "giant/checkpoint/saver.h"
 #include "giant/train/progress.h"
 #include "giant/train/run_config.h"
@@ -42,11 +43,13 @@ class RunCheckpoints {
   void poll();
   // At the end (collective): waits for a background save and commits it.
   void finish();
+  bool in_flight() const { return saver_.in_flight(); }
 
   // The layout part of a manifest for this run.
   checkpoint::SavedLayout layout() const;
 
  private:
+  // The line for a committed checkpoint: where, how much, how fast.
   void report(const std::optional<std::filesystem::path>& committed);
   // The problems of a candidate, as every rank sees them (collective).
   std::vector<std::string> problems_of(const std::filesystem::path& candidate);
@@ -56,6 +59,9 @@ class RunCheckpoints {
   Progress& progress_;
   checkpoint::CheckpointSaver saver_;
   int64_t saving_step_ = -1;
+  double save_started_ = 0;  // seconds on clock_ when the save in flight began
+  double held_s_ = 0;        // what it held training for
+  Stopwatch clock_;
 };
 
 }  // namespace giant::train

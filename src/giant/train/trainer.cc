@@ -99,6 +99,7 @@ struct Trainer::State {
   std::unique_ptr<RunCheckpoints> checkpoints;
   // Resumed from a checkpoint: the steps it had done and its scalars.
   int64_t start_step = 0;
+  std::filesystem::path resumed_from;
   std::optional<checkpoint::TrainState> resumed;
   // The generator state to put back just before the first step (what runs
   // before it, such as the matmul probe, draws from the generator too).
@@ -442,6 +443,7 @@ void Trainer::State::save_checkpoint(int64_t steps_done, const StepGuard& guard,
 }
 
 void Trainer::State::resume_from(const std::filesystem::path& checkpoint_dir) {
+  Stopwatch load_watch;
   const checkpoint::CheckpointLoader loader(checkpoint_dir);
   const checkpoint::Manifest& m = loader.manifest();
   if (m.step > config.train.steps) {
@@ -451,6 +453,7 @@ void Trainer::State::resume_from(const std::filesystem::path& checkpoint_dir) {
   const bool optimizer_state = m.has_optimizer_state();
   loader.load(slices_to_load(held(), optimizer_state));
   start_step = m.step;
+  resumed_from = checkpoint_dir;
   batches->continue_from(m.step, m.consumed_samples);
   resumed = m.train;
   std::string notes;
@@ -474,7 +477,7 @@ void Trainer::State::resume_from(const std::filesystem::path& checkpoint_dir) {
   progress.line("resuming from " + checkpoint_dir.string() + " at step " + std::to_string(m.step) + " (saved at dp " +
                 std::to_string(m.layout.dp) + " x pp " + std::to_string(m.layout.pp) + " x tp " +
                 std::to_string(m.layout.tp) + ", ZeRO " + std::to_string(m.layout.zero) + ", " + m.layout.precision +
-                notes + ")");
+                notes + "; loaded in " + fixed(load_watch.seconds(), 2) + " s)");
 }
 
 Trainer::~Trainer() = default;
@@ -575,7 +578,13 @@ TrainSummary Trainer::run() {
   }
   Stopwatch run_watch;
   s.executor->set_training(true);
-  if (s.resumed_generator) restore_generator_state(*s.resumed_generator);
+  if (s.resumed_generator) {
+    restore_generator_state(*s.resumed_generator);
+  } else {
+    // What dropout draws from, seeded by the run (start-up probes drew from it too).
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_current_seed(static_cast<uint64_t>(t.seed));
+  }
   for (int64_t step = s.start_step; step < t.steps; ++step) {
     Stopwatch step_watch;
     StepReport report;
@@ -584,6 +593,7 @@ TrainSummary Trainer::run() {
     report.lr = schedule.at(step);
     report.loss_scale = s.loss_scaler ? s.loss_scaler->scale() : 0.0;
     const double loss_scale = s.loss_scaler ? report.loss_scale : 1.0;
+    report.checkpoint_writing = s.checkpoints->in_flight();
     const StepLoss accumulated = s.executor->train_step(step, loss_scale, report);
     if (s.hooks.after_backward) s.hooks.after_backward(step, s.gradients());
 
@@ -613,11 +623,17 @@ TrainSummary Trainer::run() {
       s.checkpoints->poll();
     }
   }
-  s.checkpoints->finish();
   if (s.start_step == t.steps) {
     s.progress.line("the checkpoint is at train.steps = " + std::to_string(t.steps) + ": nothing left to train");
     summary.val_loss = s.evaluate();
+    // Its state is saved in checkpoint.dir unless it came from there: a
+    // checkpoint loaded into this layout and saved again.
+    namespace fs = std::filesystem;
+    if (fs::weakly_canonical(s.resumed_from.parent_path()) != fs::weakly_canonical(c.checkpoint.dir)) {
+      s.save_checkpoint(t.steps, step_guard, loss_scale_skips);
+    }
   }
+  s.checkpoints->finish();
   if (s.reducer) s.reducer->wait_parameters();
   trace.reset();
   s.progress.finish();

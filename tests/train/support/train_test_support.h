@@ -47,11 +47,14 @@ inline std::string read_file(const std::string& path) {
 }
 
 // The run's keys with `overrides` applied, in float32 unless they set
-// train.precision (tests state the precision: auto would probe the machine).
+// train.precision (tests state the precision: auto would probe the machine),
+// and starting afresh unless they set train.resume (a test running twice in
+// one folder would otherwise resume from its own last checkpoint).
 inline Tunables keys_with(const std::vector<std::string>& overrides) {
   Tunables keys;
   define_run_keys(keys);
   apply_override(keys, "train.precision=\"fp32\"");
+  apply_override(keys, "train.resume=\"\"");
   for (const auto& o : overrides) apply_override(keys, o);
   return keys;
 }

@@ -1,0 +1,55 @@
+// Running `giant launch ... -- giant train ...` as real processes from a
+// test, and reading the losses a run logged.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "train/support/train_test_support.h"
+
+namespace giant::train::test {
+
+inline const std::string& giant_binary() {
+  static const std::string path = std::string(GIANT_BINARY_DIR) + "/giant";
+  return path;
+}
+
+// Starts `giant launch --nproc N -- giant train ARGS` with its output in
+// dir/launch.log; each rank writes its pid to dir/pid.<rank>.
+inline pid_t start_launch(const std::string& dir, const std::string& train_args, int processes = 2,
+                          const std::string& log = "launch.log") {
+  const std::string& giant = giant_binary();
+  const std::string command = giant + " launch --nproc " + std::to_string(processes) + " -- sh -c 'echo $$ > " + dir +
+                              "/pid.$GIANT_RANK; exec " + giant + " train " + train_args + "' > " + dir + "/" + log +
+                              " 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// Runs it to the end: the exit status (-1 when it did not exit normally).
+inline int run_launch(const std::string& dir, const std::string& train_args, int processes,
+                      const std::string& log = "launch.log") {
+  const pid_t pid = start_launch(dir, train_args, processes, log);
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// The training losses of metrics.jsonl, one per step, in order.
+inline std::vector<double> losses_of(const std::string& metrics) {
+  std::vector<double> losses;
+  const std::string text = read_file(metrics);
+  for (size_t at = text.find("\"loss\":"); at != std::string::npos; at = text.find("\"loss\":", at + 1)) {
+    losses.push_back(std::stod(text.substr(at + 7)));
+  }
+  return losses;
+}
+
+}  // namespace giant::train::test

@@ -1,0 +1,168 @@
+// What a checkpoint survives: a truncated file, a flipped byte, a missing
+// piece and another model's manifest each stop the run before training
+// with an error naming the file and what is wrong; under train.resume=auto
+// a corrupt newest checkpoint falls back to the previous one and says so;
+// checkpoint.keep keeps the newest; a save that runs out of disk leaves the
+// previous checkpoint the latest and usable; async saves are the same
+// checkpoints as synchronous ones.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "giant/checkpoint/checkpoint_dir.h"
+#include "giant/checkpoint/loader.h"
+#include "giant/checkpoint/manifest.h"
+#include "train/support/launch_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using giant::train::test::giant_binary;
+using giant::train::test::read_file;
+using giant::train::test::TempDir;
+
+const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
+
+std::string train_args(const std::string& out, int steps, const std::string& extra) {
+  return "--set model.layers=2 --set model.hidden=32 --set model.heads=4 --set model.seq_len=16 "
+         "--set train.global_batch=4 --set train.micro_batch=4 --set train.threads=1 --set train.eval_every=0 "
+         "--set train.eval_batches=1 --set train.sample_tokens=0 --set train.precision=fp32 --set data.val_fraction=0.2 "
+         "--set checkpoint.every=1 --set train.steps=" + std::to_string(steps) + " --set data.path=\"" + kData +
+         "\" --set train.out_dir=\"" + out + "\" " + extra;
+}
+
+// giant train ARGS (one process): its exit status, its output in `log`.
+int train(const std::string& args, const std::string& log, const std::string& prefix = "") {
+  const std::string command = prefix + giant_binary() + " train " + args + " > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct Saved {
+  TempDir dir{"giant-ckpt-safety"};
+  std::string out = dir.path() + "/out";
+  fs::path checkpoints = fs::path(out) / "checkpoints";
+  Saved() {
+    const std::string log = dir.path() + "/first.log";
+    EXPECT_EQ(train(train_args(out, 2, ""), log), 0) << read_file(log);
+  }
+  fs::path step(int s) const { return checkpoints / giant::checkpoint::step_folder_name(s); }
+  fs::path file(int s) const { return step(s) / "rank_00000.safetensors"; }
+  // Resumes from `what` (a path or auto) with `extra` keys: status and log.
+  std::pair<int, std::string> resume(const std::string& what, const std::string& extra = "") const {
+    const std::string log = dir.path() + "/resume.log";
+    const int status = train(train_args(out, 3, "--set train.resume=\"" + what + "\" " + extra), log);
+    return {status, read_file(log)};
+  }
+};
+
+void flip_byte(const fs::path& file, uint64_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5A);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+}
+
+// Stopped before its first step, naming `file` and `what`.
+void expect_refused(const std::pair<int, std::string>& result, const std::string& file, const std::string& what) {
+  EXPECT_EQ(result.first, 1) << result.second;
+  EXPECT_NE(result.second.find(file), std::string::npos) << result.second;
+  EXPECT_NE(result.second.find(what), std::string::npos) << result.second;
+  EXPECT_EQ(result.second.find("step 3/3"), std::string::npos) << result.second;
+}
+
+TEST(CheckpointSafety, TruncatedFileIsRefused) {
+  Saved saved;
+  fs::resize_file(saved.file(2), fs::file_size(saved.file(2)) - 100);
+  expect_refused(saved.resume(saved.step(2).string()), saved.file(2).string(), "truncated or replaced");
+}
+
+TEST(CheckpointSafety, FlippedByteIsRefused) {
+  Saved saved;
+  flip_byte(saved.file(2), fs::file_size(saved.file(2)) - 1000);
+  expect_refused(saved.resume(saved.step(2).string()), saved.file(2).string(), "the file is corrupt");
+}
+
+TEST(CheckpointSafety, MissingPieceIsRefused) {
+  Saved saved;
+  const fs::path manifest = saved.step(2) / "manifest.json";
+  std::string text = read_file(manifest.string());
+  // Cut the first piece of the first tensor out of its list.
+  const size_t pieces = text.find("\"pieces\": [");
+  const size_t first = text.find('{', pieces), end = text.find('}', first);
+  ASSERT_NE(pieces, std::string::npos);
+  text.erase(first, end + 1 - first);
+  std::ofstream(manifest, std::ios::trunc) << text;
+  expect_refused(saved.resume(saved.step(2).string()), manifest.string(), "is missing pieces");
+}
+
+TEST(CheckpointSafety, AnotherModelIsRefused) {
+  Saved saved;
+  expect_refused(saved.resume(saved.step(2).string(), "--set model.layers=3"),
+                 (saved.step(2) / "manifest.json").string(), "model.layers: 2 in the checkpoint, 3 in this run");
+}
+
+TEST(CheckpointSafety, AutoFallsBackPastACorruptNewest) {
+  Saved saved;
+  flip_byte(saved.file(2), fs::file_size(saved.file(2)) - 1000);
+  const auto [status, log] = saved.resume("auto");
+  ASSERT_EQ(status, 0) << log;
+  EXPECT_NE(log.find("checkpoint " + saved.step(2).string() + " is unusable"), std::string::npos) << log;
+  EXPECT_NE(log.find("falling back to the previous checkpoint, " + saved.step(1).string()), std::string::npos) << log;
+  EXPECT_NE(log.find("resuming from " + saved.step(1).string() + " at step 1"), std::string::npos) << log;
+}
+
+TEST(CheckpointSafety, KeepHoldsTheNewest) {
+  Saved saved;
+  const std::string log = saved.dir.path() + "/keep.log";
+  ASSERT_EQ(train(train_args(saved.out, 5, "--set checkpoint.keep=2"), log), 0) << read_file(log);
+  const auto left = giant::checkpoint::list_checkpoints(saved.checkpoints);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0], saved.step(5));
+  EXPECT_EQ(left[1], saved.step(4));
+  EXPECT_EQ(giant::checkpoint::latest_checkpoint(saved.checkpoints), saved.step(5));
+}
+
+// checkpoint.dir on a tmpfs with room for one checkpoint only (a mount of
+// its own: unshare -m).
+TEST(CheckpointSafety, FullDiskLeavesThePreviousCheckpoint) {
+  TempDir dir("giant-ckpt-full");
+  const std::string mount = dir.path() + "/disk";
+  fs::create_directories(mount);
+  // One checkpoint of this model is about 0.42 MB; the disk holds 0.6 MB.
+  const std::string args = train_args(dir.path() + "/out", 3, "--set checkpoint.dir=\"" + mount + "/ckpt\"");
+  const std::string log = dir.path() + "/full.log";
+  const std::string script = "mount -t tmpfs -o size=600k tmpfs " + mount + " && " + giant_binary() + " train " +
+                             args + "; status=$?; ls -a " + mount + "/ckpt | sed s/^/listing:/; cat " + mount +
+                             "/ckpt/latest; exit $status";
+  const int status = std::system(("unshare -m sh -c '" + script + "' > " + log + " 2>&1").c_str());
+  const std::string text = read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << text;
+  EXPECT_NE(text.find("the previous checkpoint is intact"), std::string::npos) << text;
+  EXPECT_NE(text.find("step_00000001\n"), std::string::npos) << text;  // latest still names it
+  EXPECT_EQ(text.find("listing:.tmp.step"), std::string::npos) << text;  // the failed save is cleaned up
+  EXPECT_NE(text.find("listing:step_00000001"), std::string::npos) << text;
+}
+
+TEST(CheckpointSafety, AsyncSavesTheSameCheckpoints) {
+  TempDir dir("giant-ckpt-async");
+  const std::string sync_log = dir.path() + "/sync.log", async_log = dir.path() + "/async.log";
+  ASSERT_EQ(train(train_args(dir.path() + "/sync", 4, "--set checkpoint.keep=10"), sync_log), 0) << read_file(sync_log);
+  ASSERT_EQ(train(train_args(dir.path() + "/async", 4, "--set checkpoint.async=true --set checkpoint.keep=10"), async_log), 0)
+      << read_file(async_log);
+  for (int step = 1; step <= 4; ++step) {
+    const std::string name = giant::checkpoint::step_folder_name(step);
+    const fs::path a = fs::path(dir.path()) / "sync/checkpoints" / name / "rank_00000.safetensors";
+    const fs::path b = fs::path(dir.path()) / "async/checkpoints" / name / "rank_00000.safetensors";
+    EXPECT_TRUE(read_file(a.string()) == read_file(b.string())) << name << " differs";
+  }
+}
+
+}  // namespace
