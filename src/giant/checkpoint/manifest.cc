@@ -393,6 +393,9 @@ std::vector<std::string> model_differences(const models::GptConfig& saved, const
     a.erase(key);
     b.erase(key);
   }
+  // ffn = 0 means 4 x hidden: compared by the width it stands for.
+  a["ffn"] = saved.ffn_size();
+  b["ffn"] = run.ffn_size();
   std::vector<std::string> lines;
   for (const auto& item : a.items()) {
     if (item.value() != b[item.key()]) {
