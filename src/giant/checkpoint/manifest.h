@@ -105,7 +105,9 @@ void merge_fragment(Manifest& manifest, ManifestFragment fragment);
 Manifest read_manifest(const std::filesystem::path& checkpoint_dir);
 
 // The model.* keys where two configs differ, as "model.hidden: 64 in the
-// checkpoint, 128 in the run" lines (empty when they are the same model).
+// checkpoint, 128 in this run" lines (empty when they are the same model;
+// model.dropout and model.init_std do not change what the weights mean and
+// are not compared).
 std::vector<std::string> model_differences(const models::GptConfig& saved, const models::GptConfig& run);
 
 // Checks a checkpoint folder against its manifest: every file present with

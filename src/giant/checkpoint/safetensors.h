@@ -46,7 +46,7 @@ struct TensorInfo {
 
 // The largest header the reader accepts (the JSON of a few thousand tensors
 // is far below it).
-constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+constexpr uint64_t kMaxHeaderBytes = 100000000;  // what the reference reader accepts
 
 struct SafetensorsHeader {
   std::vector<TensorInfo> tensors;  // in data order

@@ -30,7 +30,26 @@ std::string line_of(const Json& record) {
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
+// The lines of `path` worth keeping when a run resumes after `step`: the
+// step and evaluation records up to it (not a summary, nor anything unreadable).
+std::string records_through(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    const Json record = Json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.is_object() || record.contains("summary")) continue;
+    const auto found = record.find("step");
+    if (found == record.end() || !found->is_number_integer() || found->get<int64_t>() > step) continue;
+    kept += line + "\n";
+  }
+  return kept;
+}
+
+MetricsLog::MetricsLog(const std::string& path, std::optional<int64_t> resumed_step) : path_(path) {
+  const std::string kept = resumed_step ? records_through(path, *resumed_step) : std::string();
+  out_.open(path, std::ios::trunc);
+  out_ << kept;
+  out_.flush();
   if (!out_) {
     throw Error("cannot write '" + path + "': " + std::strerror(errno));
   }

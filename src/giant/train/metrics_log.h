@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "giant/train/progress.h"
@@ -14,7 +15,10 @@ namespace giant::train {
 
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path);  // truncates; Error naming the file
+  // Truncates; or, resuming after `resumed_step`, keeps the records of the
+  // steps up to it (a killed run's later ones are redone) and appends.
+  // Error naming the file.
+  explicit MetricsLog(const std::string& path, std::optional<int64_t> resumed_step = std::nullopt);
 
   // The step's report and its time blocked in communication, with the wall
   // clock (`time`, ISO 8601 UTC) and the process's peak memory

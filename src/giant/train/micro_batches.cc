@@ -33,7 +33,7 @@ MicroBatch MicroBatches::load(const data::SequenceSampler& sampler, const std::v
 }
 
 MicroBatch MicroBatches::train(int64_t step, int64_t micro_batch) const {
-  return load(*train_, corpus_.train, step * global_batch_ + rank_first_sample_ + micro_batch * micro_batch_);
+  return load(*train_, corpus_.train, first_sample_of(step) + rank_first_sample_ + micro_batch * micro_batch_);
 }
 
 MicroBatch MicroBatches::validation(int64_t batch) const {

@@ -18,6 +18,11 @@ class StepGuard {
 
   int64_t skipped_total() const { return skipped_total_; }
   int64_t bad_in_a_row() const { return bad_in_a_row_; }
+  // Resuming from a checkpoint: the counts it saved.
+  void restore(int64_t bad_in_a_row, int64_t skipped_total) {
+    bad_in_a_row_ = bad_in_a_row;
+    skipped_total_ = skipped_total;
+  }
 
  private:
   int64_t max_bad_in_a_row_;

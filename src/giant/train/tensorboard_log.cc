@@ -87,6 +87,17 @@ std::string scalars_event(double wall_time, int64_t step,
   return event;
 }
 
+// Event.session_log = 7 (SessionLog: status = 1, START = 1): TensorBoard
+// purges the points of earlier steps beyond this one (a restart).
+std::string session_start_event(double wall_time, int64_t step) {
+  std::string session;
+  put_key(session, 1, kVarint);
+  put_varint(session, 1);
+  std::string event = event_header(wall_time, step);
+  put_bytes(event, 7, session);
+  return event;
+}
+
 std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
@@ -95,21 +106,28 @@ std::string host_name() {
 
 }  // namespace
 
-TensorBoardLog::TensorBoardLog(const std::string& dir) {
+TensorBoardLog::TensorBoardLog(const std::string& dir, std::optional<int64_t> resumed_step) {
   namespace fs = std::filesystem;
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw Error("cannot create '" + dir + "': " + error.message());
   // Event files of an earlier run would mix its curves into this one's.
   for (const auto& entry : fs::directory_iterator(dir, error)) {
-    if (entry.path().filename().string().rfind(kEventFilePrefix, 0) == 0) fs::remove(entry.path(), error);
+    if (!resumed_step && entry.path().filename().string().rfind(kEventFilePrefix, 0) == 0) {
+      fs::remove(entry.path(), error);
+    }
   }
   const auto now = WallClock::now();
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  path_ = (fs::path(dir) / (std::string(kEventFilePrefix) + std::to_string(seconds) + "." + host_name())).string();
+  const std::string name = std::string(kEventFilePrefix) + std::to_string(seconds) + "." + host_name();
+  path_ = (fs::path(dir) / name).string();
+  for (int again = 1; resumed_step && fs::exists(path_); ++again) {  // resumed within the same second
+    path_ = (fs::path(dir) / (name + "." + std::to_string(again))).string();
+  }
   out_.open(path_, std::ios::binary | std::ios::trunc);
   if (!out_) throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
   write_record(file_version_event(unix_seconds(now)));
+  if (resumed_step) write_record(session_start_event(unix_seconds(now), *resumed_step));
 }
 
 void TensorBoardLog::step(const StepReport& r) {

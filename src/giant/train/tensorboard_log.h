@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,8 +19,11 @@ class TensorBoardLog {
  public:
   // Removes earlier event files from `dir` (like metrics.jsonl it holds the
   // latest run), creates dir/events.out.tfevents.<unix seconds>.<hostname>
-  // and writes the file_version event. Error naming the file.
-  explicit TensorBoardLog(const std::string& dir);
+  // and writes the file_version event. Error naming the file. Resuming
+  // after `resumed_step`, the earlier files stay and a SessionLog START
+  // event at that step makes TensorBoard drop their later points (the
+  // steps a killed run did after its checkpoint, which are redone).
+  explicit TensorBoardLog(const std::string& dir, std::optional<int64_t> resumed_step = std::nullopt);
 
   // loss/train, optim/lr, optim/grad_norm, perf/tokens_per_s, perf/mfu,
   // perf/step_s and memory/max_rss_bytes (the process's peak).

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
@@ -13,6 +14,7 @@
 #include "giant/base/timer.h"
 #include "giant/base/utf8.h"
 #include "giant/ccl/communicator.h"
+#include "giant/checkpoint/loader.h"
 #include "giant/data/tokenizer.h"
 #include "giant/models/gpt.h"
 #include "giant/optim/adamw.h"
@@ -25,6 +27,7 @@
 #include "giant/parallel/mesh.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/parallel/tensor_parallel/layers.h"
+#include "giant/train/checkpoint_state.h"
 #include "giant/train/generate.h"
 #include "giant/train/local_executor.h"
 #include "giant/train/matmul_rate.h"
@@ -33,6 +36,7 @@
 #include "giant/train/pipeline_step.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/progress.h"
+#include "giant/train/run_checkpoints.h"
 #include "giant/train/run_report.h"
 #include "giant/train/stage_model.h"
 #include "giant/train/step_guard.h"
@@ -92,6 +96,13 @@ struct Trainer::State {
   std::unique_ptr<MetricsLog> metrics;
   std::unique_ptr<TensorBoardLog> tensorboard;
   std::filesystem::path out_dir;
+  std::unique_ptr<RunCheckpoints> checkpoints;
+  // Resumed from a checkpoint: the steps it had done and its scalars.
+  int64_t start_step = 0;
+  std::optional<checkpoint::TrainState> resumed;
+  // The generator state to put back just before the first step (what runs
+  // before it, such as the matmul probe, draws from the generator too).
+  std::optional<std::vector<uint8_t>> resumed_generator;
 
   State(RunConfig c, std::ostream& o, bool live, TrainHooks h, bool is_leader)
       : config(std::move(c)),
@@ -167,6 +178,11 @@ struct Trainer::State {
   }
 
   void open_outputs(const std::string& config_toml);
+  void open_logs();  // after the resume decision: a resumed run keeps its curves
+  HeldTensors held() const;
+  checkpoint::Manifest manifest_at(int64_t steps_done, const StepGuard& guard, int64_t loss_scale_skips) const;
+  void resume_from(const std::filesystem::path& checkpoint_dir);
+  void save_checkpoint(int64_t steps_done, const StepGuard& guard, int64_t loss_scale_skips);
   void build_model();
   void build_reducer();
   void build_optimizer(std::vector<at::Tensor> initial);
@@ -236,6 +252,9 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
     s.loss_scaler.emplace(optim::LossScalerOptions{c.train.loss_scale_initial, c.train.loss_scale_window,
                                                    c.train.loss_scale_hysteresis});
   }
+  s.checkpoints = std::make_unique<RunCheckpoints>(s.config, s.mesh ? &s.mesh->world() : nullptr, s.progress);
+  if (const auto chosen = s.checkpoints->choose_resume()) s.resume_from(*chosen);
+  s.open_logs();
 }
 
 void Trainer::State::open_outputs(const std::string& config_toml) {
@@ -249,8 +268,16 @@ void Trainer::State::open_outputs(const std::string& config_toml) {
   std::ofstream saved(out_dir / "config.toml", std::ios::trunc);
   saved << config_toml;
   if (!saved) throw ConfigError("train.out_dir", "cannot write '" + (out_dir / "config.toml").string() + "'");
-  metrics = std::make_unique<MetricsLog>((out_dir / "metrics.jsonl").string());
-  if (config.train.tensorboard) tensorboard = std::make_unique<TensorBoardLog>((out_dir / "tensorboard").string());
+}
+
+void Trainer::State::open_logs() {
+  if (!leader) return;
+  std::optional<int64_t> resumed_step;
+  if (resumed) resumed_step = start_step;
+  metrics = std::make_unique<MetricsLog>((out_dir / "metrics.jsonl").string(), resumed_step);
+  if (config.train.tensorboard) {
+    tensorboard = std::make_unique<TensorBoardLog>((out_dir / "tensorboard").string(), resumed_step);
+  }
 }
 
 void Trainer::State::build_model() {
@@ -364,6 +391,92 @@ void Trainer::State::build_executor() {
   executor = std::move(pipeline_executor);
 }
 
+HeldTensors Trainer::State::held() const {
+  HeldTensors h;
+  h.parameters = parameters();
+  h.names = model.names;
+  for (const auto& chunk : model.chunks) {
+    for (const auto& [name, split] : parallel::tensor_parallel_splits(*chunk)) h.splits[name] = split;
+  }
+  h.updated = updated;
+  h.updated_source = updated_source;
+  if (sharded()) h.updated_offset = reducer->owned_parameter_offset();
+  h.separate_masters = masters != nullptr;
+  h.optimizer = optimizer.get();
+  h.tp_rank = tp.rank;
+  h.tp_size = tp.size;
+  h.dp_rank = dp_rank();
+  if (model.tied_copy) h.tied_copy = model.tied_index;
+  return h;
+}
+
+checkpoint::Manifest Trainer::State::manifest_at(int64_t steps_done, const StepGuard& guard,
+                                                 int64_t loss_scale_skips) const {
+  checkpoint::Manifest m;
+  m.model = config.model;
+  m.tokenizer = config.data.tokenizer;
+  m.step = steps_done;
+  m.consumed_samples = batches->first_sample_of(steps_done);
+  m.layout = checkpoints->layout();
+  auto& t = m.train;
+  t.optimizer_steps = optimizer->steps_taken();
+  if (loss_scaler) {
+    const auto state = loss_scaler->state();
+    t.loss_scaling = true;
+    t.loss_scale = state.scale;
+    t.loss_scale_good_steps = state.good_steps;
+    t.loss_scale_hysteresis_left = state.hysteresis_left;
+    t.loss_scale_overflows = state.overflows;
+  }
+  t.bad_steps_in_a_row = guard.bad_in_a_row();
+  t.skipped_steps = guard.skipped_total();
+  t.loss_scale_skips = loss_scale_skips;
+  return m;
+}
+
+void Trainer::State::save_checkpoint(int64_t steps_done, const StepGuard& guard, int64_t loss_scale_skips) {
+  if (reducer) reducer->wait_parameters();  // a ZeRO gather in flight writes the parameters
+  const int world_rank = mesh ? mesh->world().rank() : 0;
+  checkpoints->save(manifest_at(steps_done, guard, loss_scale_skips), slices_to_save(held()),
+                    {generator_state_blob(world_rank)});
+}
+
+void Trainer::State::resume_from(const std::filesystem::path& checkpoint_dir) {
+  const checkpoint::CheckpointLoader loader(checkpoint_dir);
+  const checkpoint::Manifest& m = loader.manifest();
+  if (m.step > config.train.steps) {
+    throw ConfigError("train.steps", "is " + std::to_string(config.train.steps) + " but the checkpoint " +
+                                         checkpoint_dir.string() + " is at step " + std::to_string(m.step));
+  }
+  const bool optimizer_state = m.has_optimizer_state();
+  loader.load(slices_to_load(held(), optimizer_state));
+  start_step = m.step;
+  batches->continue_from(m.step, m.consumed_samples);
+  resumed = m.train;
+  std::string notes;
+  if (optimizer_state) {
+    optimizer->restore_steps_taken(m.train.optimizer_steps);
+  } else {
+    notes += "; weights only: the optimizer starts afresh";
+  }
+  if (loss_scaler && m.train.loss_scaling) {
+    loss_scaler->restore({m.train.loss_scale, m.train.loss_scale_good_steps, m.train.loss_scale_hysteresis_left,
+                          m.train.loss_scale_overflows});
+  }
+  const checkpoint::SavedLayout layout = checkpoints->layout();
+  const int world_rank = mesh ? mesh->world().rank() : 0;
+  const auto generator = loader.read_blob("rng/" + std::to_string(world_rank));
+  if (m.layout == layout && generator) {
+    resumed_generator = generator;
+  } else if (config.model.dropout > 0) {
+    notes += "; saved in another layout: dropout draws new masks";
+  }
+  progress.line("resuming from " + checkpoint_dir.string() + " at step " + std::to_string(m.step) + " (saved at dp " +
+                std::to_string(m.layout.dp) + " x pp " + std::to_string(m.layout.pp) + " x tp " +
+                std::to_string(m.layout.tp) + ", ZeRO " + std::to_string(m.layout.zero) + ", " + m.layout.precision +
+                notes + ")");
+}
+
 Trainer::~Trainer() = default;
 
 std::vector<at::Tensor> Trainer::parameters() const { return state_->parameters(); }
@@ -442,6 +555,10 @@ TrainSummary Trainer::run() {
   const optim::LrSchedule schedule{t.lr, t.min_lr, t.warmup_steps, t.steps};
   StepGuard step_guard(t.max_bad_steps);
   int64_t loss_scale_skips = 0;
+  if (s.resumed) {
+    step_guard.restore(s.resumed->bad_steps_in_a_row, s.resumed->skipped_steps);
+    loss_scale_skips = s.resumed->loss_scale_skips;
+  }
 
   TrainSummary summary;
   summary.precision = precision_name(t.precision);
@@ -458,7 +575,8 @@ TrainSummary Trainer::run() {
   }
   Stopwatch run_watch;
   s.executor->set_training(true);
-  for (int64_t step = 0; step < t.steps; ++step) {
+  if (s.resumed_generator) restore_generator_state(*s.resumed_generator);
+  for (int64_t step = s.start_step; step < t.steps; ++step) {
     Stopwatch step_watch;
     StepReport report;
     report.step = step + 1;
@@ -489,11 +607,21 @@ TrainSummary Trainer::run() {
       summary.val_loss = s.evaluate();
       reporter.evaluation(step + 1, report.loss, summary.val_loss, run_watch.seconds());
     }
+    if (s.checkpoints->due(step + 1)) {
+      s.save_checkpoint(step + 1, step_guard, loss_scale_skips);
+    } else {
+      s.checkpoints->poll();
+    }
+  }
+  s.checkpoints->finish();
+  if (s.start_step == t.steps) {
+    s.progress.line("the checkpoint is at train.steps = " + std::to_string(t.steps) + ": nothing left to train");
+    summary.val_loss = s.evaluate();
   }
   if (s.reducer) s.reducer->wait_parameters();
   trace.reset();
   s.progress.finish();
-  summary.steps = t.steps;
+  summary.steps = t.steps - s.start_step;
   summary.skipped_steps = step_guard.skipped_total() + loss_scale_skips;
   if (s.loss_scaler) summary.final_loss_scale = s.loss_scaler->scale();
   reporter.fill(summary);

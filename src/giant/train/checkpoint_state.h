@@ -1,0 +1,51 @@
+// A rank's share of the run's state as slices of the checkpoint's global
+// tensors: the fp32 master weights ("model/..."), AdamW's moments
+// ("optim/exp_avg/...", "optim/exp_avg_sq/..."), and which of them this
+// rank writes (each element of each global tensor is written by exactly
+// one rank: a ZeRO shard by its owner, a dp replica by dp rank 0, a
+// tp-replicated tensor by tp rank 0; the head's copy of the tied
+// embedding is not written).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "giant/checkpoint/saver.h"
+#include "giant/checkpoint/tensor_slices.h"
+#include "giant/optim/adamw.h"
+#include "giant/parallel/tensor_parallel/splits.h"
+
+namespace giant::train {
+
+// Views of what the trainer holds (nothing is copied).
+struct HeldTensors {
+  std::vector<at::Tensor> parameters;  // the model's, this rank's tp shards, in the compute dtype
+  std::vector<std::string> names;      // their local names
+  std::map<std::string, parallel::TensorSplit> splits;  // by local name; replicated ones absent
+  // What AdamW updates: fp32 masters or the parameters themselves, whole or
+  // (sharded) flat stretches starting at updated_offset in their parameter.
+  std::vector<at::Tensor> updated;
+  std::vector<size_t> updated_source;
+  std::vector<int64_t> updated_offset;  // empty: whole parameters
+  bool separate_masters = false;        // updated are fp32 copies, not the parameters
+  const optim::AdamW* optimizer = nullptr;
+  int tp_rank = 0, tp_size = 1, dp_rank = 0;
+  int tied_copy = -1;  // the head's copy of the tied embedding, if this rank holds it
+};
+
+// The slices this rank writes.
+std::vector<checkpoint::TensorSlice> slices_to_save(const HeldTensors& held);
+// The slices this rank reads: every parameter (into the compute tensors),
+// the masters, and with optimizer_state the moments.
+std::vector<checkpoint::TensorSlice> slices_to_load(const HeldTensors& held, bool optimizer_state);
+
+// The default CPU generator's state (what dropout draws from), as blob
+// "rng/<world rank>", and putting it back.
+checkpoint::Blob generator_state_blob(int world_rank);
+void restore_generator_state(const std::vector<uint8_t>& bytes);
+
+}  // namespace giant::train

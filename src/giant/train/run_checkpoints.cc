@@ -1,0 +1,108 @@
+#include "giant/train/run_checkpoints.h"
+
+#include <iostream>
+#include <sstream>
+
+#include <ATen/ATen.h>
+
+#include "giant/base/error.h"
+#include "giant/ccl/communicator.h"
+#include "giant/checkpoint/loader.h"
+#include "giant/parallel/tensor_collectives.h"
+
+namespace giant::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+checkpoint::SaverOptions saver_options(const RunConfig& config) {
+  checkpoint::SaverOptions options;
+  options.root = config.checkpoint.dir;
+  options.keep = config.checkpoint.keep;
+  options.background = config.checkpoint.async;
+  return options;
+}
+
+}  // namespace
+
+RunCheckpoints::RunCheckpoints(const RunConfig& config, ccl::Communicator* world, Progress& progress)
+    : config_(config), world_(world), progress_(progress), saver_(saver_options(config), world) {}
+
+checkpoint::SavedLayout RunCheckpoints::layout() const {
+  const auto& p = config_.parallel;
+  checkpoint::SavedLayout layout;
+  layout.dp = p.dp;
+  layout.tp = p.tp;
+  layout.pp = p.pp;
+  layout.virtual_stages = p.virtual_stages;
+  layout.zero = p.dp > 1 ? p.zero : 0;
+  layout.schedule = p.schedule;
+  layout.partition = p.partition;
+  layout.precision = precision_name(config_.train.precision);
+  layout.grad_dtype = precision_name(config_.train.grad_dtype);
+  layout.world_size = p.dp * p.tp * p.pp;
+  return layout;
+}
+
+std::vector<std::string> RunCheckpoints::problems_of(const fs::path& candidate) {
+  const int rank = world_ ? world_->rank() : 0, size = world_ ? world_->size() : 1;
+  std::vector<std::string> problems;
+  try {
+    const checkpoint::Manifest manifest = checkpoint::read_manifest(candidate);
+    for (const auto& line : checkpoint::model_differences(manifest.model, config_.model)) {
+      problems.push_back((candidate / "manifest.json").string() + ": another model: " + line);
+    }
+    if (problems.empty()) {
+      // The ranks share the reading: file i is checked by rank i % size.
+      problems = checkpoint::verify_checkpoint(candidate, manifest, static_cast<size_t>(rank),
+                                               static_cast<size_t>(size));
+    }
+  } catch (const checkpoint::FormatError& e) {
+    problems.push_back(e.what());
+  }
+  if (world_ == nullptr || size == 1) return problems;
+  at::Tensor bad = at::full({1}, problems.empty() ? 0 : 1 + rank, at::kInt);
+  parallel::allreduce_(bad, *world_, ccl::ReduceOp::max);
+  const int first_bad = bad.item<int>() - 1;
+  if (!problems.empty() && rank != 0) {
+    for (const auto& line : problems) std::cerr << "rank " << rank << ": " << line << "\n";
+  }
+  if (first_bad >= 0 && problems.empty()) {
+    problems.push_back("rank " + std::to_string(first_bad) + " found problems in " + candidate.string() +
+                       " (see its log)");
+  }
+  return problems;
+}
+
+std::optional<fs::path> RunCheckpoints::choose_resume() {
+  std::ostringstream log;
+  const auto chosen = checkpoint::choose_resume_checkpoint(
+      config_.checkpoint.resume, config_.checkpoint.dir, [this](const fs::path& c) { return problems_of(c); }, log);
+  std::istringstream lines(log.str());
+  for (std::string line; std::getline(lines, line);) progress_.line(line);
+  return chosen;
+}
+
+bool RunCheckpoints::due(int64_t steps_done) const {
+  const int64_t every = config_.checkpoint.every;
+  return steps_done == config_.train.steps || (every > 0 && steps_done % every == 0);
+}
+
+double RunCheckpoints::save(const checkpoint::Manifest& meta, const std::vector<checkpoint::TensorSlice>& owned,
+                            const std::vector<checkpoint::Blob>& blobs) {
+  if (saver_.in_flight()) report(saver_.wait());
+  saving_step_ = meta.step;
+  const double held = saver_.save(meta, owned, blobs);
+  if (!saver_.in_flight()) report(fs::path(config_.checkpoint.dir) / checkpoint::step_folder_name(meta.step));
+  return held;
+}
+
+void RunCheckpoints::poll() { report(saver_.poll()); }
+
+void RunCheckpoints::finish() { report(saver_.wait()); }
+
+void RunCheckpoints::report(const std::optional<fs::path>& committed) {
+  if (committed) progress_.line("checkpoint of step " + std::to_string(saving_step_) + ": " + committed->string());
+}
+
+}  // namespace giant::train
