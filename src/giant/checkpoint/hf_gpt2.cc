@@ -46,9 +46,12 @@ struct TensorPair {
 };
 
 // Every weight of a Giant GPT and its Hugging Face name, sorted by the
-// latter (the order both files are written in). The fused q/k/v weight's
-// output rows are q | k | v, each heads x head_dim, as attention.cc views
-// them: the order of c_attn's output columns, so transposing is all.
+// latter (the order both files are written in). Giant's names are the
+// model's named_parameters() ("tp_" dropped, global_parameter_name): layer
+// "block.3" is module "block_3" (LayerList::build: module names hold no
+// '.'). The fused q/k/v weight's output rows are q | k | v, each heads x
+// head_dim, as attention.cc views them: the order of c_attn's output
+// columns, so transposing is all.
 std::vector<TensorPair> tensor_pairs(const models::GptConfig& m) {
   const int64_t h = m.hidden, f = m.ffn_size();
   std::vector<TensorPair> pairs;
@@ -64,7 +67,7 @@ std::vector<TensorPair> tensor_pairs(const models::GptConfig& m) {
                    {m.vocab, h}, Conversion::vocabulary_rows});
   same("embedding.wpe", "wpe.weight", {m.seq_len, h});
   for (int64_t i = 0; i < m.layers; ++i) {
-    const std::string g = "block." + std::to_string(i) + ".", t = "h." + std::to_string(i) + ".";
+    const std::string g = "block_" + std::to_string(i) + ".", t = "h." + std::to_string(i) + ".";
     same(g + "ln1_weight", t + "ln_1.weight", {h});
     same(g + "ln1_bias", t + "ln_1.bias", {h});
     linear(g + "qkv", t + "attn.c_attn", h, 3 * h);
