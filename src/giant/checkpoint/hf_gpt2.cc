@@ -382,6 +382,8 @@ void export_hf_gpt2(const fs::path& checkpoint, const fs::path& out) {
 }
 
 void import_hf_gpt2(const fs::path& hf_dir, const fs::path& out) {
+  const fs::path target = without_trailing_separator(out);
+  if (fs::exists(target)) throw Error(target.string() + " exists: import writes a new checkpoint folder");
   const fs::path config_file = hf_dir / kConfigFile;
   Manifest manifest;
   manifest.model = parse_hf_gpt2_config(read_text_file(config_file), config_file.string());
@@ -389,8 +391,6 @@ void import_hf_gpt2(const fs::path& hf_dir, const fs::path& out) {
   const std::vector<at::Tensor> giant = read_giant_tensors(SafetensorsReader(hf_dir / kWeightsFile), pairs);
   manifest.tokenizer = tokenizer_of(hf_dir, manifest.model.vocab);
 
-  const fs::path target = without_trailing_separator(out);
-  if (fs::exists(target)) throw Error(target.string() + " exists: import writes a new checkpoint folder");
   const fs::path temporary = target.string() + ".tmp";
   clear_leftover(temporary);
   std::error_code error;
