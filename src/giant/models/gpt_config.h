@@ -11,6 +11,9 @@ namespace giant::models {
 enum class Activation { gelu, gelu_tanh };
 const char* activation_name(Activation activation);  // "gelu", "gelu_tanh"
 
+// Every LayerNorm's epsilon (GPT-2's; layer_norm.cc applies it).
+constexpr double kLayerNormEpsilon = 1e-5;
+
 struct GptConfig {
   int64_t layers = 4;
   int64_t hidden = 256;
