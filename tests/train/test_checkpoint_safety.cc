@@ -80,13 +80,13 @@ void expect_refused(const std::pair<int, std::string>& result, const std::string
 TEST(CheckpointSafety, TruncatedFileIsRefused) {
   Saved saved;
   fs::resize_file(saved.file(2), fs::file_size(saved.file(2)) - 100);
-  expect_refused(saved.resume(saved.step(2).string()), saved.file(2).string(), "truncated or replaced");
+  expect_refused(saved.resume(saved.step(2).string()), saved.file(2).string(), "truncated or overwritten");
 }
 
 TEST(CheckpointSafety, FlippedByteIsRefused) {
   Saved saved;
   flip_byte(saved.file(2), fs::file_size(saved.file(2)) - 1000);
-  expect_refused(saved.resume(saved.step(2).string()), saved.file(2).string(), "the file is corrupt");
+  expect_refused(saved.resume(saved.step(2).string()), saved.file(2).string(), "(its contents changed)");
 }
 
 TEST(CheckpointSafety, MissingPieceIsRefused) {

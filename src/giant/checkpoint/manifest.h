@@ -8,7 +8,8 @@
 // <parameter>" and "optim/exp_avg_sq/<parameter>" (AdamW's moments, fp32),
 // "rng/<world rank>" (a rank's generator state, u8; used only when the
 // layout is the same). <parameter> is the unsplit parameter's name
-// (global_parameter_name in tensor_slices.h), e.g. "block.3.qkv.weight".
+// (global_parameter_name in tensor_slices.h), e.g. "block_3.qkv.weight"
+// (the layer stack names its modules with "_" for ".").
 #pragma once
 
 #include <cstdint>

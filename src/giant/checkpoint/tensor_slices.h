@@ -16,7 +16,7 @@
 namespace giant::checkpoint {
 
 struct TensorSlice {
-  std::string name;                   // the global tensor's, e.g. "model/block.0.qkv.weight"
+  std::string name;                   // the global tensor's, e.g. "model/block_0.qkv.weight"
   std::vector<int64_t> global_shape;  // of the whole tensor
   std::vector<int64_t> offset;        // where the box starts in it
   at::Tensor view;                    // the box's elements (shape = the box), in this rank's memory
