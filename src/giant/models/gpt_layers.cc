@@ -35,7 +35,10 @@ torch::Tensor GptEmbeddingImpl::forward(torch::Tensor tokens) {
 }
 
 GptBlockImpl::GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context)
-    : hidden_(config.hidden), local_heads_(config.heads / context.tp().size), dropout_(config.dropout) {
+    : hidden_(config.hidden),
+      local_heads_(config.heads / context.tp().size),
+      dropout_(config.dropout),
+      gelu_approximation_(config.activation == Activation::gelu_tanh ? "tanh" : "none") {
   const int64_t h = config.hidden, f = config.ffn_size();
   const double std = config.init_std;
   // Projections into the residual stream are scaled down by the depth
@@ -58,7 +61,7 @@ torch::Tensor GptBlockImpl::forward(torch::Tensor x) {
   a = causal_self_attention(qkv_->forward(a), local_heads_, dropout_, training);
   x = x + maybe_dropout(proj_->forward(a), dropout_, training);
   torch::Tensor m = layer_norm_fp32(x, hidden_, ln2_weight_, ln2_bias_);
-  m = fc2_->forward(torch::gelu(fc1_->forward(m)));
+  m = fc2_->forward(torch::gelu(fc1_->forward(m), gelu_approximation_));
   return x + maybe_dropout(m, dropout_, training);
 }
 

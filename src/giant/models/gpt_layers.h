@@ -26,9 +26,10 @@ class GptEmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GptEmbedding);
 
-// Pre-LayerNorm block: x + attention(ln1(x)), then x + mlp(ln2(x)). Over
-// tp, the heads and the MLP's width are split (column- then row-parallel),
-// one reduction per half in each direction.
+// Pre-LayerNorm block: x + attention(ln1(x)), then x + mlp(ln2(x)), the
+// MLP's nonlinearity as model.activation says. Over tp, the heads and the
+// MLP's width are split (column- then row-parallel), one reduction per half
+// in each direction.
 class GptBlockImpl : public torch::nn::Module {
  public:
   GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context);
@@ -37,6 +38,7 @@ class GptBlockImpl : public torch::nn::Module {
  private:
   int64_t hidden_, local_heads_;
   double dropout_;
+  const char* gelu_approximation_;  // torch::gelu's: "none" (erf) or "tanh"
   torch::Tensor ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   parallel::ColumnParallelLinear qkv_{nullptr}, fc1_{nullptr};
   parallel::RowParallelLinear proj_{nullptr}, fc2_{nullptr};
