@@ -74,6 +74,26 @@ TEST(CachedGpt, LogitsMatchTheFullForward) {
   }
 }
 
+// Under mixed precision the cache holds the compute dtype and the logits
+// stay within bf16's rounding of the full forward's.
+TEST(CachedGpt, RunsInTheModelsDtype) {
+  const GptConfig c = tiny();
+  auto model = gpt_layer_list(c).build_all(8, torch::kFloat);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  for (auto& p : model->parameters()) p.set_data(p.detach().to(torch::kBFloat16));
+  const auto tokens = torch::randint(0, c.vocab, {1, c.seq_len}, torch::kLong);
+  const auto full = model->forward(tokens).narrow(2, 0, c.vocab).to(torch::kFloat);
+  CachedGpt cached(model);
+  int64_t at = 0;
+  for (int64_t chunk : {4, 1, 1, 6}) {
+    const auto logits = cached.extend(tokens.narrow(1, at, chunk));
+    at += chunk;
+    EXPECT_EQ(logits.scalar_type(), torch::kBFloat16);
+    EXPECT_LT(relative_error(logits.narrow(1, 0, c.vocab).to(torch::kFloat), full.select(1, at - 1)), 2e-2) << at;
+  }
+}
+
 TEST(CachedGpt, RefusesWhatIsNotAWholeGpt) {
   const auto list = gpt_layer_list(tiny());
   EXPECT_THROW(CachedGpt(list.build(1, torch::kFloat, 1, 4)), Error);  // blocks only
