@@ -105,6 +105,35 @@ TEST(PrintableUtf8, ArbitraryBytesBecomeWellFormedPrintableText) {
   }
 }
 
+// Text shown piece by piece holds back only a character still being completed.
+TEST(CompleteUtf8Prefix, HoldsBackOnlyAnIncompleteCharacter) {
+  EXPECT_EQ(complete_utf8_prefix(""), 0u);
+  EXPECT_EQ(complete_utf8_prefix("abc"), 3u);
+  EXPECT_EQ(complete_utf8_prefix("a\xC3"), 1u);              // the lead of é
+  EXPECT_EQ(complete_utf8_prefix("a\xC3\xA9"), 3u);          // é
+  EXPECT_EQ(complete_utf8_prefix("a\xE2\x82"), 1u);          // two bytes of €
+  EXPECT_EQ(complete_utf8_prefix("a\xE2\x82\xAC"), 4u);      // €
+  EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x98"), 0u);       // three bytes of an emoji
+  EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x98\x80"), 4u);
+  // Ill-formed bytes are complete: nothing that follows can make them a character.
+  EXPECT_EQ(complete_utf8_prefix("a\xFF"), 2u);
+  EXPECT_EQ(complete_utf8_prefix("a\x80"), 2u);
+  EXPECT_EQ(complete_utf8_prefix("a\xE0\x80"), 3u);          // overlong: 0x80 cannot follow E0
+  EXPECT_EQ(complete_utf8_prefix("a\xC3\x41"), 3u);
+  EXPECT_EQ(complete_utf8_prefix("\x80\x80\x80"), 3u);
+  // Showing each complete prefix as it grows gives the whole text's printable form.
+  const std::string text = "x\xC3\xA9\xE2\x82\xAC\xE2\xE2\x82\x41\xF0\x9F\x98\x80\xC3";
+  std::string shown, pending;
+  for (char c : text) {
+    pending += c;
+    const size_t ready = complete_utf8_prefix(pending);
+    shown += printable_utf8(pending.substr(0, ready));
+    pending.erase(0, ready);
+  }
+  shown += printable_utf8(pending);
+  EXPECT_EQ(shown, printable_utf8(text));
+}
+
 TEST(WallClock, Iso8601InUtcToTheMillisecond) {
   using namespace std::chrono;
   const WallClock::time_point t{seconds(1796113800) + milliseconds(123)};

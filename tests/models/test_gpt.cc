@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <thread>
 
 #include <torch/torch.h>
@@ -119,6 +120,55 @@ TEST(Attention, MatchesThePlainReference) {
     EXPECT_LT((fast - plain).norm().item<double>() / plain.norm().item<double>(), 1e-12) << heads;
   }
   EXPECT_THROW(causal_self_attention(torch::zeros({2, 3, 10}), 4, 0.0, true), Error);
+}
+
+// One block written out from its parameters, with `nonlinearity` in its MLP.
+torch::Tensor reference_block(torch::nn::Module& block, const torch::Tensor& x, int64_t heads,
+                              const std::function<torch::Tensor(const torch::Tensor&)>& nonlinearity) {
+  auto p = block.named_parameters();
+  const int64_t h = x.size(-1);
+  auto ln = [&](const torch::Tensor& t, const std::string& w, const std::string& b) {
+    return torch::layer_norm(t, {h}, p["block_0." + w], p["block_0." + b], 1e-5);
+  };
+  auto linear = [&](const torch::Tensor& t, const std::string& layer, const char* bias) {
+    return torch::linear(t, p["block_0." + layer + ".tp_weight"], p["block_0." + layer + "." + bias]);
+  };
+  torch::Tensor a = causal_self_attention(linear(ln(x, "ln1_weight", "ln1_bias"), "qkv", "tp_bias"), heads, 0.0, false);
+  torch::Tensor y = x + linear(a, "proj", "bias");
+  return y + linear(nonlinearity(linear(ln(y, "ln2_weight", "ln2_bias"), "fc1", "tp_bias")), "fc2", "bias");
+}
+
+// model.activation = gelu_tanh puts GPT-2's tanh approximation in the MLP;
+// gelu keeps erf.
+TEST(Gpt, ActivationChoosesTheMlpNonlinearity) {
+  GptConfig c = tiny();
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randn({2, c.seq_len, c.hidden});
+  auto block_output = [&](Activation activation) {
+    c.activation = activation;
+    auto stack = gpt_layer_list(c).build(4, kFloat, 1, 2);  // block.0 alone
+    stack->eval();
+    torch::manual_seed(6);  // the same non-trivial weights and biases for both
+    for (auto& parameter : stack->parameters()) parameter.normal_(0, 0.5);
+    return std::make_pair(stack->forward(x), stack);
+  };
+  auto [erf_out, erf_block] = block_output(Activation::gelu);
+  auto [tanh_out, tanh_block] = block_output(Activation::gelu_tanh);
+  auto erf_gelu = [](const torch::Tensor& t) { return 0.5 * t * (1 + torch::erf(t / std::sqrt(2.0))); };
+  auto tanh_gelu = [](const torch::Tensor& t) {
+    return 0.5 * t * (1 + torch::tanh(std::sqrt(2.0 / M_PI) * (t + 0.044715 * t.pow(3))));
+  };
+  auto relative = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return (a - b).norm().item<double>() / b.norm().item<double>();
+  };
+  EXPECT_LT(relative(tanh_out, reference_block(*tanh_block, x, c.heads, tanh_gelu)), 1e-6);
+  EXPECT_LT(relative(erf_out, reference_block(*erf_block, x, c.heads, erf_gelu)), 1e-6);
+  EXPECT_GT(relative(tanh_out, erf_out), 1e-5);
+  EXPECT_STREQ(activation_name(Activation::gelu_tanh), "gelu_tanh");
+  EXPECT_EQ(activation_from_name("gelu_tanh"), Activation::gelu_tanh);
+  EXPECT_EQ(activation_from_name("gelu"), Activation::gelu);
+  EXPECT_EQ(activation_from_name("relu"), std::nullopt);
 }
 
 TEST(Gpt, PaddingIsNeverPredictedNorTrained) {

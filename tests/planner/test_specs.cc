@@ -50,7 +50,7 @@ TEST(Toml, ModelRoundTripAndTrainerConfig) {
   EXPECT_EQ(back.global_batch, m.global_batch);
   // A trainer config: trainer-only keys and other tables are fine.
   const ModelSpec t = parse_model_toml(
-      "[model]\nlayers=2\nhidden=64\nheads=4\nseq_len=32\nvocab=100\ndropout=0.1\n[train]\nglobal_batch=8\nlr=3e-4\n");
+      "[model]\nlayers=2\nhidden=64\nheads=4\nseq_len=32\nvocab=100\ndropout=0.1\nactivation=\"gelu_tanh\"\n[train]\nglobal_batch=8\nlr=3e-4\n");
   EXPECT_EQ(t.global_batch, 8);
   EXPECT_NE(error_of([] { parse_model_toml("[model]\nlayers=2\nhiden=64\n"); }).find("model.hiden"), std::string::npos);
   EXPECT_NE(error_of([] { parse_model_toml("[model]\nlayers=\"two\"\n"); }).find("model.layers"), std::string::npos);

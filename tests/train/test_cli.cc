@@ -2,7 +2,7 @@
 // on success, 1 on a runtime failure and 2 on bad input, with a message in
 // the user's terms (never CLI11's raw codes, never an internal check's
 // text); unknown names say the nearest known one; --version; --log-level,
-// GIANT_LOG_LEVEL and timestamps; `plan --eval-csv` with bad rows.
+// GIANT_LOG_LEVEL and timestamps; `plan --eval-csv` with bad rows; `generate`'s flags.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -89,6 +89,22 @@ TEST(Cli, TrainExitCodes) {
   if (!giant::train::unsupported_reason(giant::Precision::fp16).empty()) {
     expect_bad_input("train --set train.precision=fp16", "fp16 is not available on this device");
   }
+}
+
+// Flags out of range name the flag, before any checkpoint is read.
+TEST(Cli, GenerateFlagsNameTheFlag) {
+  EXPECT_EQ(giant("generate --help").code, 0);
+  TempDir dir("giant-generate-flags");
+  const std::string checkpoint = " " + dir.path();
+  expect_bad_input("generate", "giant generate: ");  // CLI11: the checkpoint is required
+  expect_bad_input("generate" + checkpoint + " --temperature -1", "'--temperature': must not be negative");
+  expect_bad_input("generate" + checkpoint + " --top-k -1", "'--top-k': must not be negative");
+  expect_bad_input("generate" + checkpoint + " --top-p 0", "'--top-p': must be in (0, 1]");
+  expect_bad_input("generate" + checkpoint + " --top-p 1.5", "'--top-p': must be in (0, 1]");
+  expect_bad_input("generate" + checkpoint + " --max-tokens -1", "'--max-tokens': must not be negative");
+  expect_bad_input("generate" + checkpoint + " --threads -1", "'--threads': must not be negative");
+  expect_bad_input("generate" + checkpoint + " --top-p half", "--top-p");
+  expect_bad_input("generate " + dir.path() + "/nothing", "'CHECKPOINT': '" + dir.path() + "/nothing' does not exist");
 }
 
 TEST(Cli, UnknownKeysSayTheNearestOne) {

@@ -39,6 +39,15 @@ TEST(RunConfig, DefaultsAreValid) {
   const RunConfig c = run_config_from(keys);
   EXPECT_EQ(c.train.micro_batches(1), c.train.global_batch / c.train.micro_batch);
   EXPECT_EQ(c.data.tokenizer, "byte");
+  EXPECT_EQ(c.model.activation, models::Activation::gelu);
+  EXPECT_EQ(run_config_from(keys_with({"model.activation=\"gelu_tanh\""})).model.activation,
+            models::Activation::gelu_tanh);
+  try {
+    run_config_from(keys_with({"model.activation=\"gelu_new\""}));
+    ADD_FAILURE() << "gelu_new was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("gelu or gelu_tanh"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RunConfig, BadInputNamesTheKey) {
@@ -57,6 +66,7 @@ TEST(RunConfig, BadInputNamesTheKey) {
   EXPECT_EQ(error_key(set({"parallel.schedule=zigzag"})), "parallel.schedule");
   EXPECT_EQ(error_key(set({"parallel.zero=2"})), "parallel.zero");
   EXPECT_EQ(error_key(set({"parallel.zero=-1"})), "parallel.zero");
+  EXPECT_EQ(error_key(set({"model.activation=relu"})), "model.activation");
   EXPECT_EQ(error_key(set({"train.min_lr=1.0", "train.lr=0.1"})), "train.min_lr");
   EXPECT_EQ(error_key([] { Tunables k; define_run_keys(k); apply_override(k, "novalue"); }), "");
 }

@@ -65,4 +65,22 @@ std::string printable_utf8(std::string_view bytes) {
   return out;
 }
 
+size_t complete_utf8_prefix(std::string_view bytes) {
+  // A sequence is at most 4 bytes: its lead is among the last 3 if it is incomplete.
+  for (size_t back = 1; back <= 3 && back <= bytes.size(); ++back) {
+    const size_t start = bytes.size() - back;
+    const auto b = static_cast<unsigned char>(bytes[start]);
+    if (b >= 0x80 && b <= 0xBF) continue;  // a continuation byte: look further back
+    const Lead l = lead_of(b);
+    if (l.length <= static_cast<int>(back)) return bytes.size();  // complete, ASCII or ill-formed
+    for (size_t i = 1; i < back; ++i) {
+      const auto c = static_cast<unsigned char>(bytes[start + i]);
+      const bool fits = i == 1 ? (c >= l.second_min && c <= l.second_max) : (c >= 0x80 && c <= 0xBF);
+      if (!fits) return bytes.size();  // ill-formed already
+    }
+    return start;
+  }
+  return bytes.size();
+}
+
 }  // namespace giant

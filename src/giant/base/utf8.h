@@ -15,4 +15,11 @@ namespace giant {
 // binary) become U+FFFD too. Valid printable text passes unchanged.
 std::string printable_utf8(std::string_view bytes);
 
+// The length of `bytes` without a trailing incomplete UTF-8 sequence (a lead
+// byte followed by fewer continuation bytes than it announces, each valid so
+// far): what text arriving piece by piece can show now without splitting a
+// character that the next bytes may complete. Ill-formed bytes count as
+// complete (nothing can complete them).
+size_t complete_utf8_prefix(std::string_view bytes);
+
 }  // namespace giant

@@ -19,6 +19,13 @@ const char* activation_name(Activation activation) {
   return activation == Activation::gelu_tanh ? "gelu_tanh" : "gelu";
 }
 
+std::optional<Activation> activation_from_name(std::string_view name) {
+  for (Activation a : {Activation::gelu, Activation::gelu_tanh}) {
+    if (name == activation_name(a)) return a;
+  }
+  return std::nullopt;
+}
+
 void GptConfig::validate() const {
   require_positive("model.layers", layers);
   require_positive("model.hidden", hidden);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace giant::models {
 
@@ -10,6 +12,7 @@ namespace giant::models {
 // "gelu_new" in Hugging Face transformers).
 enum class Activation { gelu, gelu_tanh };
 const char* activation_name(Activation activation);  // "gelu", "gelu_tanh"
+std::optional<Activation> activation_from_name(std::string_view name);  // nullopt: no such name
 
 // Every LayerNorm's epsilon (GPT-2's; layer_norm.cc applies it).
 constexpr double kLayerNormEpsilon = 1e-5;

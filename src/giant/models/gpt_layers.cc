@@ -5,7 +5,9 @@
 
 #include <torch/torch.h>
 
+#include "giant/base/error.h"
 #include "giant/models/attention.h"
+#include "giant/models/kv_cache.h"
 #include "giant/models/layer_norm.h"
 #include "giant/parallel/tensor_collectives.h"
 
@@ -34,8 +36,18 @@ torch::Tensor GptEmbeddingImpl::forward(torch::Tensor tokens) {
   return maybe_dropout(x, dropout_, is_training());
 }
 
+torch::Tensor GptEmbeddingImpl::forward_from(const torch::Tensor& tokens, int64_t first_position) {
+  const int64_t seq = tokens.size(1);
+  GIANT_CHECK(first_position >= 0 && first_position + seq <= wpe_.size(0), "positions [", first_position, ", ",
+              first_position + seq, ") are past model.seq_len = ", wpe_.size(0));
+  return wte_->forward(tokens) + wpe_.narrow(0, first_position, seq);
+}
+
 GptBlockImpl::GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context)
-    : hidden_(config.hidden), local_heads_(config.heads / context.tp().size), dropout_(config.dropout) {
+    : hidden_(config.hidden),
+      local_heads_(config.heads / context.tp().size),
+      dropout_(config.dropout),
+      gelu_approximation_(config.activation == Activation::gelu_tanh ? "tanh" : "none") {
   const int64_t h = config.hidden, f = config.ffn_size();
   const double std = config.init_std;
   // Projections into the residual stream are scaled down by the depth
@@ -57,9 +69,19 @@ torch::Tensor GptBlockImpl::forward(torch::Tensor x) {
   torch::Tensor a = layer_norm_fp32(x, hidden_, ln1_weight_, ln1_bias_);
   a = causal_self_attention(qkv_->forward(a), local_heads_, dropout_, training);
   x = x + maybe_dropout(proj_->forward(a), dropout_, training);
+  return x + maybe_dropout(mlp(x), dropout_, training);
+}
+
+torch::Tensor GptBlockImpl::forward_cached(torch::Tensor x, int64_t capacity, BlockKeysValues& cache) {
+  torch::Tensor a = layer_norm_fp32(x, hidden_, ln1_weight_, ln1_bias_);
+  a = cached_self_attention(qkv_->forward(a), local_heads_, capacity, cache);
+  x = x + proj_->forward(a);
+  return x + mlp(x);
+}
+
+torch::Tensor GptBlockImpl::mlp(const torch::Tensor& x) {
   torch::Tensor m = layer_norm_fp32(x, hidden_, ln2_weight_, ln2_bias_);
-  m = fc2_->forward(torch::gelu(fc1_->forward(m)));
-  return x + maybe_dropout(m, dropout_, training);
+  return fc2_->forward(torch::gelu(fc1_->forward(m), gelu_approximation_));
 }
 
 GptFinalNormImpl::GptFinalNormImpl(const GptConfig& config, const parallel::LayerContext& context)

@@ -11,6 +11,8 @@
 
 namespace giant::models {
 
+struct BlockKeysValues;  // kv_cache.h
+
 // Token ids [batch, seq] (int64) -> token plus learned position embedding
 // [batch, seq, hidden]. Owns the token embedding (vocabulary-parallel over
 // tp), published as "wte" for the tied head.
@@ -18,6 +20,10 @@ class GptEmbeddingImpl : public torch::nn::Module {
  public:
   GptEmbeddingImpl(const GptConfig& config, const parallel::LayerContext& context);
   torch::Tensor forward(torch::Tensor tokens);
+  // The tokens at positions [first_position, first_position + seq) (a
+  // chunk of incremental inference), without dropout.
+  torch::Tensor forward_from(const torch::Tensor& tokens, int64_t first_position);
+  int64_t positions() const { return wpe_.size(0); }  // model.seq_len
 
  private:
   double dropout_;
@@ -26,17 +32,24 @@ class GptEmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GptEmbedding);
 
-// Pre-LayerNorm block: x + attention(ln1(x)), then x + mlp(ln2(x)). Over
-// tp, the heads and the MLP's width are split (column- then row-parallel),
-// one reduction per half in each direction.
+// Pre-LayerNorm block: x + attention(ln1(x)), then x + mlp(ln2(x)), the
+// MLP's nonlinearity as model.activation says. Over tp, the heads and the
+// MLP's width are split (column- then row-parallel), one reduction per half
+// in each direction.
 class GptBlockImpl : public torch::nn::Module {
  public:
   GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context);
   torch::Tensor forward(torch::Tensor x);
+  // A chunk of new positions after those in `cache` (which it extends), as
+  // forward computes them in the whole sequence; without dropout.
+  torch::Tensor forward_cached(torch::Tensor x, int64_t capacity, BlockKeysValues& cache);
 
  private:
+  torch::Tensor mlp(const torch::Tensor& x);  // fc2(activation(fc1(ln2(x))))
+
   int64_t hidden_, local_heads_;
   double dropout_;
+  const char* gelu_approximation_;  // torch::gelu's: "none" (erf) or "tanh"
   torch::Tensor ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   parallel::ColumnParallelLinear qkv_{nullptr}, fc1_{nullptr};
   parallel::RowParallelLinear proj_{nullptr}, fc2_{nullptr};

@@ -183,7 +183,7 @@ ModelSpec parse_model_toml(const std::string& text, const std::string& source) {
   ModelSpec m;
   m.name = source;
   // Trainer-only keys of [model] are accepted and do not change the cost.
-  TableReader r(root["model"].as_table(), "model", {"dropout", "init_std", "vocab_pad"});
+  TableReader r(root["model"].as_table(), "model", {"activation", "dropout", "init_std", "vocab_pad"});
   r.string("name", m.name);
   r.integer("layers", m.layers);
   r.integer("hidden", m.hidden);

@@ -142,6 +142,8 @@ void define_run_keys(Tunables& k) {
   k.define_int("model.vocab_pad", m.vocab_pad, "the embedding's rows are vocab rounded up to a multiple of this");
   k.define_real("model.dropout", m.dropout, "dropout probability (0 disables it)");
   k.define_real("model.init_std", m.init_std, "standard deviation of the initial weights");
+  k.define_string("model.activation", models::activation_name(m.activation),
+                  "the MLP's nonlinearity: gelu (erf) or gelu_tanh (its tanh approximation, GPT-2's)");
 
   k.define_int("parallel.dp", 1, "data-parallel replicas");
   k.define_int("parallel.tp", 1, "tensor-parallel ranks per layer");
@@ -268,6 +270,12 @@ RunConfig run_config_from(const Tunables& k) {
   c.model.vocab_pad = k.get_int("model.vocab_pad");
   c.model.dropout = k.get_real("model.dropout");
   c.model.init_std = k.get_real("model.init_std");
+  const std::string activation = k.get_string("model.activation");
+  if (const auto a = models::activation_from_name(activation)) {
+    c.model.activation = *a;
+  } else {
+    throw ConfigError("model.activation", "must be gelu or gelu_tanh, got '" + activation + "'");
+  }
   c.model.validate();
 
   auto& p = c.parallel;

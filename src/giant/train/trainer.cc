@@ -541,11 +541,14 @@ std::string Trainer::State::write_sample() {
   options.seq_len = config.model.seq_len;
   options.seed = static_cast<uint64_t>(t.seed);
   executor->set_training(false);
-  const NextLogits next_logits = pipeline ? pipeline->next_logits(config.model.padded_vocab())
-                                          : model_next_logits(model.chunks.front(), tp);
+  // Without a pipeline this rank holds the whole model (its tp shard of
+  // it): a key-value cache; a pipeline runs the whole window each token.
+  const ContextLogits logits =
+      pipeline ? windowed_logits(pipeline->next_logits(config.model.padded_vocab()), config.model.seq_len)
+               : cached_model_logits(model.chunks.front(), tp);
   // A byte-level model samples any bytes: the text everyone sees is valid
   // UTF-8 without terminal controls (the console, sample.txt, metrics.jsonl).
-  std::string sample = printable_utf8(generate_text(next_logits, *tokenizer, options));
+  std::string sample = printable_utf8(generate(logits, *tokenizer, options).text);
   executor->set_training(true);
   if (leader) std::ofstream(out_dir / "sample.txt", std::ios::trunc) << sample << '\n';
   return sample;
