@@ -12,6 +12,13 @@ InferenceModel load_inference_model(const std::filesystem::path& checkpoint_path
   const std::filesystem::path dir = checkpoint::resolve_checkpoint(checkpoint_path);
   const checkpoint::CheckpointLoader loader(dir);
   const checkpoint::Manifest& m = loader.manifest();
+  // Corrupt weights would generate plausible-looking nonsense: check first.
+  const std::vector<std::string> problems = checkpoint::verify_checkpoint(dir, m);
+  if (!problems.empty()) {
+    std::string text = "checkpoint '" + dir.string() + "' is unusable:";
+    for (size_t i = 0; i < problems.size() && i < 5; ++i) text += "\n  " + problems[i];
+    throw checkpoint::FormatError(text);
+  }
   InferenceModel model;
   model.model = m.model;
   model.step = m.step;

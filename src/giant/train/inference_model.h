@@ -20,7 +20,8 @@ struct InferenceModel {
 };
 
 // `checkpoint`: a checkpoint folder, or a checkpoint.dir (its latest).
-// FormatError naming the file when it is unreadable or corrupt.
+// Every file is verified first (size, CRC-32C, pieces): FormatError naming
+// the file when one is unreadable or corrupt.
 InferenceModel load_inference_model(const std::filesystem::path& checkpoint);
 
 }  // namespace giant::train
