@@ -83,7 +83,7 @@ gs=() gl=() gv=() dw=() dr=() ts=() tl=()
 for run in $(seq 1 "$runs"); do
   read -r save_s bytes_gb < <(giant_save)
   read -r verify_s load_s < <(giant_load)
-  bytes=$(awk -v g="$bytes_gb" 'BEGIN {printf "%d", g * 1e9}')
+  bytes=$(awk -v g="$bytes_gb" 'BEGIN {printf "%.0f", g * 1e9}')
   blocks=$(( (bytes + (64 << 20) - 1) / (64 << 20) ))
   rm -rf "$dir/giant"
   write_s=$(dd if=/dev/zero of="$dir/dd.bin" bs=64M count="$blocks" conv=fsync 2>&1 | dd_seconds)
@@ -102,7 +102,7 @@ gs_m=$(med "${gs[@]}"); gv_m=$(med "${gv[@]}"); gl_m=$(med "${gl[@]}")
 dw_m=$(med "${dw[@]}"); dr_m=$(med "${dr[@]}"); ts_m=$(med "${ts[@]}"); tl_m=$(med "${tl[@]}")
 awk -v b="$bytes" -v gs="$gs_m" -v gv="$gv_m" -v gl="$gl_m" -v dw="$dw_m" -v dr="$dr_m" -v ts="$ts_m" -v tl="$tl_m" 'BEGIN {
   gb = b / 1e9
-  printf "summary bytes=%d giant_save_gbps=%.3f dd_write_gbps=%.3f torch_save_gbps=%.3f save_vs_dd=%.2f save_vs_torch=%.2f\n",
+  printf "summary bytes=%.0f giant_save_gbps=%.3f dd_write_gbps=%.3f torch_save_gbps=%.3f save_vs_dd=%.2f save_vs_torch=%.2f\n",
          b, gb / gs, gb / dw, gb / ts, dw / gs, ts / gs
   printf "summary giant_load_gbps=%.3f giant_verify_load_gbps=%.3f dd_read_gbps=%.3f torch_load_gbps=%.3f load_vs_dd=%.2f verify_load_vs_dd=%.2f load_vs_torch=%.2f\n",
          gb / gl, gb / (gv + gl), gb / dr, gb / tl, dr / gl, dr / (gv + gl), tl / gl
