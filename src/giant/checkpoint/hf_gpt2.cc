@@ -1,8 +1,5 @@
 #include "giant/checkpoint/hf_gpt2.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -23,6 +20,7 @@
 #include "giant/checkpoint/loader.h"
 #include "giant/checkpoint/manifest.h"
 #include "giant/checkpoint/safetensors.h"
+#include "giant/checkpoint/synced_files.h"
 
 namespace giant::checkpoint {
 namespace fs = std::filesystem;
@@ -95,43 +93,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 fs::path without_trailing_separator(const fs::path& path) {
   fs::path p = path.lexically_normal();
   return p.has_filename() || !p.has_parent_path() ? p : p.parent_path();
-}
-
-[[noreturn]] void fail_io(const std::string& what, const fs::path& path) {
-  throw Error("cannot " + what + " " + path.string() + ": " + std::strerror(errno));
-}
-
-void fsync_path(const fs::path& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) fail_io("open", path);
-  const bool synced = ::fsync(fd) == 0;
-  const int fsync_errno = errno;
-  ::close(fd);
-  errno = fsync_errno;
-  if (!synced) fail_io("fsync", path);
-}
-void fsync_directory(const fs::path& dir) { fsync_path(dir, O_RDONLY | O_DIRECTORY); }
-
-void write_file_synced(const fs::path& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_io("create", path);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int write_errno = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      errno = write_errno;
-      fail_io("write", path);
-    }
-    done += static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  const int fsync_errno = errno;
-  ::close(fd);
-  errno = fsync_errno;
-  if (!synced) fail_io("fsync", path);
 }
 
 void rename_path(const fs::path& from, const fs::path& to) {
@@ -349,8 +310,8 @@ void write_imported_checkpoint(const fs::path& folder, Manifest manifest, const 
   manifest.files.push_back({kWeightsFile, written.bytes, written.crc32c});
   std::sort(manifest.tensors.begin(), manifest.tensors.end(),
             [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
-  write_file_synced(folder / "manifest.json", manifest_to_json(manifest));
-  fsync_directory(folder);
+  write_synced(folder / "manifest.json", manifest_to_json(manifest));
+  sync_path(folder);
 }
 
 // OUT.tmp of an import that stopped midway holds only what an import
@@ -376,9 +337,9 @@ void export_hf_gpt2(const fs::path& checkpoint, const fs::path& out) {
   prepare_export_folder(out);
   write_export_weights(out, loader, pairs);
   const fs::path config = out / temporary_name(kConfigFile);
-  write_file_synced(config, hf_gpt2_config_json(manifest.model));
+  write_synced(config, hf_gpt2_config_json(manifest.model));
   rename_path(config, out / kConfigFile);
-  fsync_directory(out);
+  sync_path(out);
 }
 
 void import_hf_gpt2(const fs::path& hf_dir, const fs::path& out) {
@@ -398,7 +359,7 @@ void import_hf_gpt2(const fs::path& hf_dir, const fs::path& out) {
   if (error) throw Error("cannot create " + temporary.string() + ": " + error.message());
   write_imported_checkpoint(temporary, std::move(manifest), pairs, giant);
   rename_path(temporary, target);
-  fsync_directory(target.has_parent_path() ? target.parent_path() : fs::path("."));
+  sync_path(target.has_parent_path() ? target.parent_path() : fs::path("."));
 }
 
 }  // namespace giant::checkpoint

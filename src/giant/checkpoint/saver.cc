@@ -1,8 +1,5 @@
 #include "giant/checkpoint/saver.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +10,7 @@
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
 #include "giant/ccl/communicator.h"
+#include "giant/checkpoint/synced_files.h"
 #include "giant/parallel/tensor_collectives.h"
 
 namespace giant::checkpoint {
@@ -38,27 +36,6 @@ DType dtype_of(const at::Tensor& tensor) {
     default: GIANT_CHECK(false, "checkpoints do not store ", tensor.scalar_type(), " tensors");
   }
   return DType::f32;
-}
-
-// fsync of a file or folder (Error naming it when the kernel refuses).
-void sync_path(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open '" + path.string() + "' to sync it: " + std::strerror(errno));
-  const int status = ::fsync(fd);
-  const int error = errno;
-  ::close(fd);
-  if (status != 0) throw Error("cannot sync '" + path.string() + "': " + std::strerror(error));
-}
-
-// Writes text to path (created or replaced) and fsyncs it.
-void write_synced(const fs::path& path, const std::string& text) {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error("cannot write '" + path.string() + "' (disk full?)");
-  }
-  sync_path(path);
 }
 
 std::string read_text(const fs::path& path) {
