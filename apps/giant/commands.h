@@ -21,5 +21,10 @@ int checkpoint_info_command(const std::vector<std::string>& args);
 int checkpoint_verify_command(const std::vector<std::string>& args);
 int checkpoint_export_command(const std::vector<std::string>& args);
 int checkpoint_import_command(const std::vector<std::string>& args);
+// giant data {prepare, train-tokenizer} (data_command.cc dispatches;
+// data_prepare_command.cc, data_train_tokenizer_command.cc).
+int data_command(const std::vector<std::string>& args);
+int data_prepare_command(const std::vector<std::string>& args);
+int data_train_tokenizer_command(const std::vector<std::string>& args);
 
 }  // namespace giant::app

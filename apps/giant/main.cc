@@ -28,6 +28,8 @@ constexpr const char* kCommands =
     "  generate CHECKPOINT [flags]                 generate text from a checkpoint (giant generate --help)\n"
     "  checkpoint {info, verify, export, import}   inspect, check and convert checkpoints\n"
     "                                              (giant checkpoint --help)\n"
+    "  data {prepare, train-tokenizer}             tokenize a corpus to .bin/.idx, learn a BPE\n"
+    "                                              (giant data --help)\n"
     "\n"
     "--log-level and --log-timestamps go before the command or after its name.\n"
     "Exit status: 0 done, 1 a runtime failure, 2 bad flags, config or environment.";
@@ -39,10 +41,11 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "plan") return plan_command(args);
   if (command == "generate") return generate_command(args);
   if (command == "checkpoint") return checkpoint_command(args);
+  if (command == "data") return data_command(args);
   const bool flag = command.rfind('-', 0) == 0;  // prefix_command leaves unknown flags here too
   std::cerr << "giant: unknown " << (flag ? "flag" : "command") << " '" << command << "'"
             << did_you_mean(command, flag ? std::vector<std::string>{"--version", "--log-level", "--log-timestamps"}
-                                          : std::vector<std::string>{"train", "launch", "bench", "plan", "generate", "checkpoint"})
+                                          : std::vector<std::string>{"train", "launch", "bench", "plan", "generate", "checkpoint", "data"})
             << "\n(see giant --help)\n";
   return kExitBadInput;
 }

@@ -29,6 +29,13 @@ class ConfigError : public Error {
   std::string key_;
 };
 
+// A file that is not what it should be (truncated, corrupt, another
+// model's or another format's): the message names the file and what is wrong.
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
+
 class CommError : public Error {
  public:
   // peer: the rank held responsible (-1 when unknown, e.g. the store).

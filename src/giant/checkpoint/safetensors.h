@@ -22,12 +22,7 @@
 
 namespace giant::checkpoint {
 
-// A file that is not what it should be (truncated, corrupt, another
-// model's): the message names the file and what is wrong.
-class FormatError : public Error {
- public:
-  using Error::Error;
-};
+using giant::FormatError;  // base/error.h
 
 enum class DType { f64, f32, f16, bf16, i64, i32, i16, i8, u8, boolean };
 

@@ -10,12 +10,18 @@
 
 namespace giant::data {
 
+// encode and decode are safe to call from several threads at once (giant
+// data prepare's workers share one tokenizer).
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  // The name make_tokenizer() accepts for this tokenizer ("byte").
+  // The spec make_tokenizer() accepts for this tokenizer ("byte",
+  // "gpt2:DIR", "sentencepiece:FILE.model"), as the user wrote it.
   virtual std::string name() const = 0;
   virtual int64_t vocab_size() const = 0;
+  // The id that ends a document (GPT-2's <|endoftext|>, SentencePiece's
+  // </s>), or -1 when the tokenizer has none (byte).
+  virtual int32_t end_of_document() const = 0;
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
   // Ids outside [0, vocab_size()) throw giant::Error naming the id and its position.
   virtual std::string decode(const std::vector<int32_t>& tokens) const = 0;
@@ -27,15 +33,20 @@ class ByteTokenizer final : public Tokenizer {
  public:
   std::string name() const override { return "byte"; }
   int64_t vocab_size() const override { return 256; }
+  int32_t end_of_document() const override { return -1; }
   std::vector<int32_t> encode(std::string_view text) const override;
   std::string decode(const std::vector<int32_t>& tokens) const override;
 };
 
-// The names make_tokenizer() knows, in the order error messages list them.
+// The spec forms make_tokenizer() knows ("byte", "gpt2:DIR",
+// "sentencepiece:FILE.model"), in the order error messages list them.
 std::vector<std::string> tokenizer_names();
 
-// "byte" -> ByteTokenizer; anything else -> ConfigError("data.tokenizer", ...)
-// listing the known names.
-std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name);
+// "byte" -> ByteTokenizer; "gpt2:DIR" -> GPT-2 byte-level BPE from DIR
+// (vocab.json + merges.txt, or OpenAI's encoder.json + vocab.bpe);
+// "sentencepiece:FILE.model" -> SentencePiece. Anything else, or files that
+// cannot be read or parsed -> ConfigError("data.tokenizer", ...) naming the
+// file (and, for an unknown spec, listing the known forms).
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
 }  // namespace giant::data
