@@ -81,6 +81,40 @@ void Tunables::define_seconds(const std::string& name, double value, const std::
   define(name, TunableKind::seconds, help).real = value;
 }
 
+void Tunables::define_list(const std::string& name, const std::vector<std::string>& value, const std::string& help) {
+  define(name, TunableKind::list, help).items = value;
+}
+
+namespace {
+
+// "a, b,c" -> {"a", "b", "c"}; "" -> {}.
+std::vector<std::string> split_items(const std::string& text) {
+  std::vector<std::string> items;
+  if (text.find_first_not_of(" \t") == std::string::npos) return items;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = text.find(',', begin);
+    std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const size_t first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    if (item.empty()) throw Error("expected comma-separated items, got an empty one in '" + text + "'");
+    items.push_back(item);
+    if (comma == std::string::npos) return items;
+    begin = comma + 1;
+  }
+}
+
+}  // namespace
+
+void Tunables::set_list(const std::string& name, const std::vector<std::string>& items, TunableSource source) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(name, "unknown tunable" + did_you_mean(name, names()));
+  GIANT_CHECK(it->second.kind == TunableKind::list, "tunable '", name, "' is not a list");
+  if (source < it->second.source) return;
+  it->second.items = items;
+  it->second.source = source;
+}
+
 void Tunables::set(const std::string& name, const std::string& text, TunableSource source) {
   auto it = entries_.find(name);
   if (it == entries_.end()) throw ConfigError(name, "unknown tunable" + did_you_mean(name, names()));
@@ -99,6 +133,7 @@ void Tunables::set(const std::string& name, const std::string& text, TunableSour
       case TunableKind::string: parsed.text = text; break;
       case TunableKind::bytes: parsed.integer = parse_bytes(text); break;
       case TunableKind::seconds: parsed.real = parse_seconds(text); break;
+      case TunableKind::list: parsed.items = split_items(text); break;
     }
   } catch (const ConfigError&) {
     throw;
@@ -160,6 +195,9 @@ bool Tunables::get_bool(const std::string& name) const {
 const std::string& Tunables::get_string(const std::string& name) const {
   return entry(name, TunableKind::string, TunableKind::string).text;
 }
+const std::vector<std::string>& Tunables::get_list(const std::string& name) const {
+  return entry(name, TunableKind::list, TunableKind::list).items;
+}
 TunableSource Tunables::source(const std::string& name) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) throw ConfigError(name, "unknown tunable");
@@ -202,6 +240,11 @@ std::string Tunables::render(const Entry& e) {
     case TunableKind::string: out << '"' << e.text << '"'; break;
     case TunableKind::bytes: out << format_bytes(static_cast<double>(e.integer)); break;
     case TunableKind::seconds: out << format_seconds(e.real); break;
+    case TunableKind::list:
+      out << '[';
+      for (size_t i = 0; i < e.items.size(); ++i) out << (i ? ", \"" : "\"") << e.items[i] << '"';
+      out << ']';
+      break;
   }
   return out.str();
 }

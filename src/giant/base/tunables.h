@@ -15,7 +15,9 @@
 
 namespace giant {
 
-enum class TunableKind { integer, real, boolean, string, bytes, seconds };
+// list: strings (data.paths); as text (environment, bare --set) items are
+// separated by commas.
+enum class TunableKind { integer, real, boolean, string, bytes, seconds, list };
 enum class TunableSource { defaults = 0, config = 1, environment = 2, command_line = 3 };
 
 const char* tunable_source_name(TunableSource source);
@@ -31,12 +33,15 @@ class Tunables {
   void define_string(const std::string& name, const std::string& value, const std::string& help);
   void define_bytes(const std::string& name, int64_t value, const std::string& help);
   void define_seconds(const std::string& name, double value, const std::string& help);
+  void define_list(const std::string& name, const std::vector<std::string>& value, const std::string& help);
 
   // Parses text by the tunable's kind; ignored when a higher source already set it.
   void set(const std::string& name, const std::string& text, TunableSource source);
   // Applies every GIANT_<NAME> present in env (names upper-cased, '.' -> '_').
   // A GIANT_* variable that names no tunable but is one typo from one is
   // logged as a warning naming the one it probably meant.
+  // A list's items as given (a TOML array), commas and all.
+  void set_list(const std::string& name, const std::vector<std::string>& items, TunableSource source);
   void apply_environment(const std::map<std::string, std::string>& env);
 
   bool has(const std::string& name) const { return entries_.count(name) != 0; }
@@ -44,6 +49,7 @@ class Tunables {
   double get_real(const std::string& name) const;   // real and seconds
   bool get_bool(const std::string& name) const;
   const std::string& get_string(const std::string& name) const;
+  const std::vector<std::string>& get_list(const std::string& name) const;
   TunableSource source(const std::string& name) const;
   TunableKind kind(const std::string& name) const;
   const std::string& help(const std::string& name) const;
@@ -64,6 +70,7 @@ class Tunables {
     double real = 0;
     bool boolean = false;
     std::string text;
+    std::vector<std::string> items;
   };
   Entry& define(const std::string& name, TunableKind kind, const std::string& help);
   void warn_about_near_misses(const std::map<std::string, std::string>& env) const;

@@ -9,14 +9,14 @@
 #include "giant/base/error.h"
 
 namespace giant::data {
-namespace {
-
 void check_val_fraction(double val_fraction) {
   // Written so that NaN fails too.
   if (!(val_fraction > 0.0 && val_fraction <= 0.5)) {
     throw ConfigError("data.val_fraction", detail::concat("must be in (0, 0.5], got ", val_fraction));
   }
 }
+
+namespace {
 
 [[noreturn]] void throw_unreadable(const std::string& path, int error_number) {
   throw ConfigError("data.path", "cannot read '" + path + "': " + std::strerror(error_number));

@@ -9,6 +9,9 @@
 
 namespace giant::data {
 
+// ConfigError("data.val_fraction") unless val_fraction is in (0, 0.5].
+void check_val_fraction(double val_fraction);
+
 struct TokenCorpus {
   std::vector<int32_t> train;
   // The last val_fraction of the tokens (the nearest whole count, a tie going

@@ -7,12 +7,10 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include <ATen/core/Tensor.h>
 
-#include "giant/data/corpus.h"
-#include "giant/data/sampler.h"
+#include "giant/data/dataset.h"
 #include "giant/train/run_config.h"
 
 namespace giant::train {
@@ -23,8 +21,8 @@ struct MicroBatch {
 
 class MicroBatches {
  public:
-  // ConfigError("model.seq_len") when a split is shorter than a sample.
-  MicroBatches(const RunConfig& config, data::TokenCorpus corpus, int dp_rank);
+  // datasets: open_datasets' splits for this config's seq_len and seed.
+  MicroBatches(const RunConfig& config, data::Datasets datasets, int dp_rank);
 
   int64_t per_step() const { return per_step_; }  // on this rank
   // A resumed run: step `step` starts at global sample `consumed_samples`
@@ -37,13 +35,12 @@ class MicroBatches {
   // The global sample step `step` starts at.
   int64_t first_sample_of(int64_t step) const { return first_step_sample_ + (step - first_step_) * global_batch_; }
   MicroBatch validation(int64_t batch) const;
-  const data::TokenCorpus& corpus() const { return corpus_; }
+  const data::Datasets& datasets() const { return datasets_; }
 
  private:
-  MicroBatch load(const data::SequenceSampler& sampler, const std::vector<int32_t>& tokens, int64_t first) const;
+  MicroBatch load(const data::SampleSource& source, int64_t first) const;
 
-  data::TokenCorpus corpus_;
-  std::optional<data::SequenceSampler> train_, validation_;
+  data::Datasets datasets_;
   int64_t micro_batch_, seq_len_, global_batch_, per_step_, rank_first_sample_;
   int64_t first_step_ = 0, first_step_sample_ = 0;
 };

@@ -23,6 +23,7 @@ std::string kind_name(TunableKind kind) {
     case TunableKind::string: return "a string";
     case TunableKind::bytes: return "a size (e.g. 25 or \"25MiB\")";
     case TunableKind::seconds: return "a duration (e.g. 30 or \"30s\")";
+    case TunableKind::list: return "an array of strings";
   }
   return "a value";
 }
@@ -64,8 +65,38 @@ std::string value_text(const Tunables& keys, const std::string& key, const toml:
       if (auto v = node.as_integer()) return std::to_string(v->get());
       if (auto v = node.as_floating_point()) return std::to_string(v->get());
       throw wrong_type();
+    case TunableKind::list:
+      throw wrong_type();  // arrays go through set_value; a lone string is not a list
   }
   throw wrong_type();
+}
+
+std::string value_text_of_number(const toml::node& node) {
+  if (auto v = node.as_integer()) return std::to_string(v->get());
+  std::ostringstream out;
+  out << node.as_floating_point()->get();  // 0.7 -> "0.7"
+  return out.str();
+}
+
+// A TOML value into the key: arrays of strings for lists, value_text otherwise.
+void set_value(Tunables& keys, const std::string& key, const toml::node& node, TunableSource source) {
+  if (keys.kind(key) != TunableKind::list) {
+    keys.set(key, value_text(keys, key, node), source);
+    return;
+  }
+  const toml::array* array = node.as_array();
+  if (array == nullptr) throw ConfigError(key, "expects an array of strings, got a TOML " + node_type_name(node));
+  std::vector<std::string> items;
+  for (const toml::node& item : *array) {
+    if (auto v = item.as_string()) {
+      items.push_back(v->get());
+    } else if (item.is_number()) {  // ["0.7", "books"] written as [0.7, "books"]
+      items.push_back(value_text_of_number(item));
+    } else {
+      throw ConfigError(key, "expects an array of strings, got an item that is a TOML " + node_type_name(item));
+    }
+  }
+  keys.set_list(key, items, source);
 }
 
 void require_known(const Tunables& keys, const std::string& key, const std::string& where) {
@@ -85,7 +116,7 @@ void apply_table(Tunables& keys, const toml::table& table, const std::string& pr
       continue;
     }
     require_known(keys, key, " in " + path);
-    keys.set(key, value_text(keys, key, node), TunableSource::config);
+    set_value(keys, key, node, TunableSource::config);
   }
 }
 
@@ -194,9 +225,16 @@ void define_run_keys(Tunables& k) {
   k.define_int("train.loss_scale_window", 1000, "steps without overflow before the loss scale doubles");
   k.define_int("train.loss_scale_hysteresis", 2, "overflows (since the last growth) before the loss scale halves");
 
-  k.define_string("data.path", "examples/data/kjv.txt", "training text (relative to the working directory)");
-  k.define_string("data.tokenizer", "byte", "tokenizer: byte");
-  k.define_real("data.val_fraction", 0.05, "share of the text, from its end, held out for validation");
+  k.define_string("data.path", "examples/data/kjv.txt",
+                  "training data: a text file, or a .bin/.idx prefix written by giant data prepare "
+                  "(relative to the working directory)");
+  k.define_list("data.paths", {},
+                "a weighted blend of .bin/.idx prefixes, Megatron's form [\"0.7\", \"books\", \"0.3\", \"web\"]; "
+                "when set, data.path is not used");
+  k.define_string("data.tokenizer", "byte", "tokenizer: byte, gpt2:DIR (vocab.json + merges.txt) or "
+                  "sentencepiece:FILE.model");
+  k.define_real("data.val_fraction", 0.05,
+                "share of the tokens held out for validation: a text file's tail, a prefix's last whole documents");
 
   k.define_string("checkpoint.dir", "", "where checkpoints go (empty: train.out_dir/checkpoints)");
   k.define_int("checkpoint.every", 0, "save a checkpoint every this many steps (0: only at the end)");
@@ -247,12 +285,13 @@ void apply_override(Tunables& keys, const std::string& assignment) {
   require_known(keys, key, " in --set");
   try {
     toml::table parsed = toml::parse("value = " + text);
-    keys.set(key, value_text(keys, key, *parsed.get("value")), TunableSource::command_line);
+    set_value(keys, key, *parsed.get("value"), TunableSource::command_line);
   } catch (const toml::parse_error&) {
     // A bare word the shell stripped of its quotes (--set data.tokenizer="byte"),
     // or a size or duration with its unit (--set ccl.timeout=30s).
     const TunableKind kind = keys.kind(key);
-    if (kind != TunableKind::string && kind != TunableKind::bytes && kind != TunableKind::seconds) {
+    if (kind != TunableKind::string && kind != TunableKind::bytes && kind != TunableKind::seconds &&
+        kind != TunableKind::list) {
       throw ConfigError(key, "expects " + kind_name(keys.kind(key)) + ", got '" + text + "'");
     }
     keys.set(key, text, TunableSource::command_line);
@@ -359,9 +398,12 @@ RunConfig run_config_from(const Tunables& k) {
   read_precision_keys(k, t);
 
   c.data.path = k.get_string("data.path");
+  c.data.paths = k.get_list("data.paths");
   c.data.tokenizer = k.get_string("data.tokenizer");
   c.data.val_fraction = k.get_real("data.val_fraction");
-  if (c.data.path.empty()) throw ConfigError("data.path", "must name a text file");
+  if (c.data.path.empty() && c.data.paths.empty()) {
+    throw ConfigError("data.path", "must name a text file or a .bin/.idx prefix");
+  }
   read_checkpoint_keys(k, c);
   return c;
 }
@@ -382,6 +424,12 @@ std::string run_config_toml(const Tunables& keys) {
       case TunableKind::seconds: table.insert(name, keys.get_real(key)); break;
       case TunableKind::boolean: table.insert(name, keys.get_bool(key)); break;
       case TunableKind::string: table.insert(name, keys.get_string(key)); break;
+      case TunableKind::list: {
+        toml::array items;
+        for (const std::string& item : keys.get_list(key)) items.push_back(item);
+        table.insert(name, std::move(items));
+        break;
+      }
     }
   }
   std::ostringstream out;

@@ -65,6 +65,7 @@ struct TrainSettings {
 
 struct DataSettings {
   std::string path, tokenizer;
+  std::vector<std::string> paths;  // data.paths: ["weight", "prefix", ...]
   double val_fraction = 0;
 };
 

@@ -228,8 +228,9 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
                                   static_cast<int>(c.parallel.tp)};
   // The data is checked before the mesh's collective work starts.
   const int dp_rank = world ? parallel::Mesh::coordinates_of(shape, world->rank()).dp : 0;
-  s.batches = std::make_unique<MicroBatches>(
-      c, data::TokenCorpus::load(c.data.path, *s.tokenizer, c.data.val_fraction), dp_rank);
+  data::DatasetOptions data_options{c.data.path, c.data.paths, c.data.val_fraction, c.model.seq_len,
+                                    static_cast<uint64_t>(c.train.seed), c.model.vocab};
+  s.batches = std::make_unique<MicroBatches>(c, data::open_datasets(data_options, *s.tokenizer), dp_rank);
   s.open_outputs(config_toml);
 
   torch::set_num_threads(static_cast<int>(c.train.threads));
@@ -527,8 +528,7 @@ void Trainer::State::describe_run(const TrainSummary& summary) {
   progress.line("model: " + std::to_string(config.model.parameter_count()) + " parameters, " +
                 fixed(summary.model_flops_per_step / 1e9, 1) + " GFLOP per step; matmul reference " +
                 fixed(summary.matmul_flops / 1e9, 1) + " GFLOP/s in " + summary.precision + " on " +
-                std::to_string(t.threads) + " thread(s); data: " + std::to_string(batches->corpus().train.size()) +
-                " train and " + std::to_string(batches->corpus().val.size()) + " validation tokens");
+                std::to_string(t.threads) + " thread(s); data: " + batches->datasets().description);
 }
 
 std::string Trainer::State::write_sample() {
