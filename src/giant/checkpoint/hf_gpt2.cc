@@ -15,12 +15,12 @@
 
 #include "giant/base/error.h"
 #include "giant/base/logging.h"
+#include "giant/base/synced_files.h"
 #include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/checkpoint/hf_gpt2_config.h"
 #include "giant/checkpoint/loader.h"
 #include "giant/checkpoint/manifest.h"
 #include "giant/checkpoint/safetensors.h"
-#include "giant/checkpoint/synced_files.h"
 
 namespace giant::checkpoint {
 namespace fs = std::filesystem;

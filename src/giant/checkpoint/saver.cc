@@ -8,9 +8,9 @@
 #include <ATen/ATen.h>
 
 #include "giant/base/error.h"
+#include "giant/base/synced_files.h"
 #include "giant/base/timer.h"
 #include "giant/ccl/communicator.h"
-#include "giant/checkpoint/synced_files.h"
 #include "giant/parallel/tensor_collectives.h"
 
 namespace giant::checkpoint {

@@ -64,9 +64,11 @@ class IndexedDataset {
   std::unique_ptr<Mapping> idx_, bin_;
   TokenDtype dtype_ = TokenDtype::kUint16;
   int64_t num_sequences_ = 0, num_documents_ = 0, num_tokens_ = 0;
-  const int32_t* lengths_ = nullptr;
-  const int64_t* pointers_ = nullptr;
-  const int64_t* document_index_ = nullptr;
+  // The index's int32 lengths, int64 pointers and int64 document indices in
+  // the mapping: unaligned (they start at byte 34), so read with memcpy.
+  const unsigned char* lengths_ = nullptr;
+  const unsigned char* pointers_ = nullptr;
+  const unsigned char* document_index_ = nullptr;
 };
 
 // Writes PREFIX.bin and PREFIX.idx: appends go to PREFIX.bin.tmp, finish()

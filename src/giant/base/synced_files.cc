@@ -1,4 +1,4 @@
-#include "giant/checkpoint/synced_files.h"
+#include "giant/base/synced_files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "giant/base/error.h"
 
-namespace giant::checkpoint {
+namespace giant {
 namespace {
 
 namespace fs = std::filesystem;
@@ -50,4 +50,4 @@ void write_synced(const fs::path& path, const std::string& text) {
   sync_and_close(fd, path);
 }
 
-}  // namespace giant::checkpoint
+}  // namespace giant
