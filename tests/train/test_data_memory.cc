@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,8 @@ TEST(DataMemory, MappedCorpusTwentyTimesLargerTakesNoMoreMemory) {
   const std::string text_path = dir.file("x20.txt", twenty);
   twenty.clear();
   const double text_mib = peak_rss_mib(dir, "text", text_path);
+  std::cout << "peak RSS: .bin x1 " << small_mib << " MiB, .bin x20 " << large_mib << " MiB, text x20 " << text_mib
+            << " MiB\n";
   EXPECT_GT(text_mib, small_mib + 100) << "text x20: " << text_mib << " MiB against " << small_mib;
 }
 

@@ -32,46 +32,63 @@ std::string prefix_hint(const std::string& prefix) {
 
 template <class T>
 void widen(const unsigned char* at, int64_t count, int32_t* out) {
-  // .bin's mapping starts on a page and every token on a multiple of its
-  // size, so the tokens are aligned.
+  // The read buffer comes from operator new, aligned for any integer.
   const T* tokens = reinterpret_cast<const T*>(at);
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(tokens[i]);
 }
 
 }  // namespace
 
-// A read-only memory mapping of a whole file, unmapped on destruction.
+// A file opened read-only: memory-mapped whole (the index), or kept open to
+// be read with pread (the tokens). Unmapped and closed on destruction.
 struct IndexedDataset::Mapping {
-  Mapping(const std::string& path, const std::string& prefix, int advice) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw FormatError(path + ": cannot open: " + std::strerror(errno) + prefix_hint(prefix));
+  Mapping(const std::string& path, const std::string& prefix, int advice, bool map = true) : name(path) {
+    const int opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (opened < 0) throw FormatError(path + ": cannot open: " + std::strerror(errno) + prefix_hint(prefix));
     struct stat info {};
-    const bool stated = ::fstat(fd, &info) == 0;
+    const bool stated = ::fstat(opened, &info) == 0;
     const int error = errno;
     if (!stated || !S_ISREG(info.st_mode)) {
-      ::close(fd);
+      ::close(opened);
       throw FormatError(path + ": " + (stated ? "not a regular file" : std::string("cannot stat: ") + std::strerror(error)));
     }
     size = static_cast<uint64_t>(info.st_size);
+    if (!map) {
+      fd = opened;
+      return;
+    }
     if (size > 0) {  // mmap refuses an empty range; an empty file has no bytes to map
-      void* at = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+      void* at = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, opened, 0);
       const int error = errno;
-      ::close(fd);
+      ::close(opened);
       if (at == MAP_FAILED) throw FormatError(path + ": cannot map: " + std::strerror(error));
       data = static_cast<const unsigned char*>(at);
       ::madvise(at, size, advice);  // a hint: failure changes nothing
     } else {
-      ::close(fd);
+      ::close(opened);
     }
   }
   ~Mapping() {
     if (data != nullptr) ::munmap(const_cast<unsigned char*>(data), size);
+    if (fd >= 0) ::close(fd);
+  }
+  // count bytes at offset into out, all of them (pread may return fewer).
+  void read(uint64_t offset, size_t count, unsigned char* out) const {
+    while (count > 0) {
+      const ssize_t n = ::pread(fd, out, count, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw FormatError(name + ": cannot read at byte " + std::to_string(offset) + ": " +
+                                    (n == 0 ? std::string("the file is shorter than its index says") : std::strerror(errno)));
+      out += n, offset += static_cast<uint64_t>(n), count -= static_cast<size_t>(n);
+    }
   }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
 
+  std::string name;
   const unsigned char* data = nullptr;
   uint64_t size = 0;
+  int fd = -1;  // when not mapped
 };
 
 size_t token_dtype_size(TokenDtype dtype) {
@@ -101,12 +118,19 @@ std::shared_ptr<const IndexedDataset> IndexedDataset::open(const std::string& pr
   std::shared_ptr<IndexedDataset> dataset(new IndexedDataset());
   dataset->prefix_ = prefix;
   const std::string idx_name = prefix + ".idx", bin_name = prefix + ".bin";
-  // The index is read whole (checked now, then looked up at random); the
-  // tokens are read where samples fall: no read-ahead past what is asked.
+  // The index is mapped and read whole (checked now, then looked up at
+  // random). The tokens are read with pread where samples fall: a mapping
+  // would put every page-cache folio a sample touches (up to 2 MiB each on
+  // ext4) into the rank's RSS, 135 MiB after 160 random samples of a 166 MB file.
   dataset->idx_ = std::make_unique<Mapping>(idx_name, prefix, MADV_WILLNEED);
-  dataset->bin_ = std::make_unique<Mapping>(bin_name, prefix, MADV_RANDOM);
+  dataset->bin_ = std::make_unique<Mapping>(bin_name, prefix, 0, /*map=*/false);
   const IndexLayout layout =
       parse_index(dataset->idx_->data, dataset->idx_->size, dataset->bin_->size, idx_name, bin_name);
+  // Checking read all of it; drop those pages from the RSS (they stay in the
+  // page cache, and the few lookups after this fault back in).
+  if (dataset->idx_->data != nullptr) {
+    ::madvise(const_cast<unsigned char*>(dataset->idx_->data), dataset->idx_->size, MADV_DONTNEED);
+  }
   dataset->dtype_ = layout.dtype;
   dataset->num_sequences_ = layout.num_sequences;
   dataset->num_documents_ = layout.num_document_indices - 1;
@@ -142,7 +166,10 @@ void IndexedDataset::read(int64_t first, int64_t count, int32_t* out) const {
   GIANT_CHECK(first >= 0 && count >= 0 && first <= num_tokens_ && count <= num_tokens_ - first, prefix_,
               ": tokens [", first, ", ", first, " + ", count, ") outside [0, ", num_tokens_, ")");
   if (count == 0) return;
-  const unsigned char* at = bin_->data + first * static_cast<int64_t>(token_dtype_size(dtype_));
+  const auto item = static_cast<int64_t>(token_dtype_size(dtype_));
+  std::vector<unsigned char> buffer(static_cast<size_t>(count * item));  // new[] aligns for every dtype
+  bin_->read(static_cast<uint64_t>(first * item), buffer.size(), buffer.data());
+  const unsigned char* at = buffer.data();
   switch (dtype_) {
     case TokenDtype::kUint8: return widen<uint8_t>(at, count, out);
     case TokenDtype::kInt8: return widen<int8_t>(at, count, out);

@@ -1,9 +1,10 @@
 // Megatron-LM's indexed dataset: PREFIX.bin holds the token ids of every
 // sequence back to back in one integer type; PREFIX.idx (magic "MMIDIDX",
 // version 1) holds the dtype code, each sequence's length and byte offset,
-// and the sequence indices where documents start. Both files are
-// memory-mapped and read on demand, so a rank's memory does not grow with
-// the corpus. Giant writes one sequence per document.
+// and the sequence indices where documents start. The index is
+// memory-mapped; tokens are read from .bin where samples fall (pread, no
+// mapping: see open()), so a rank's memory does not grow with the corpus.
+// Giant writes one sequence per document.
 #pragma once
 
 #include <cstdint>
