@@ -35,6 +35,11 @@ set(GIANT_CONFIG_DEPENDENCIES "find_dependency(Threads)\nfind_dependency(OpenSSL
 if(TARGET giant_planner OR TARGET giant_train)
   string(APPEND GIANT_CONFIG_DEPENDENCIES "find_dependency(tomlplusplus)\n")
 endif()
+if(TARGET giant_data)
+  # pkg-config's targets for what giant_data links: one file, included by the build too.
+  install(FILES cmake/GiantDataDependencies.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Giant)
+  string(APPEND GIANT_CONFIG_DEPENDENCIES "include(\"\${CMAKE_CURRENT_LIST_DIR}/GiantDataDependencies.cmake\")\n")
+endif()
 if(TARGET giant_parallel)
   string(APPEND GIANT_CONFIG_DEPENDENCIES "find_dependency(Torch)\n")
 endif()

@@ -105,6 +105,32 @@ TEST(PrintableUtf8, ArbitraryBytesBecomeWellFormedPrintableText) {
   }
 }
 
+// valid_utf8 replaces what printable_utf8 replaces as ill-formed, the same
+// way, and keeps control characters (tokenizers see text as node reads it).
+TEST(ValidUtf8, KeepsControlsAndReplacesIllFormedSubpartsAsPrintableDoes) {
+  const std::string controls("a\0b\r\n\x1B[2J\x07\x7F\xC2\x80\xC2\x9F", 15);
+  EXPECT_EQ(valid_utf8(controls), controls);
+  EXPECT_EQ(valid_utf8(""), "");
+  EXPECT_EQ(valid_utf8("\xF0\x9F\x98\xC3\xA9\x80\xED\xA0\x80z"), kFffd + "\xC3\xA9" + times(kFffd, 4) + "z");
+  uint64_t state = 0x2545F4914F6CDD1DULL;
+  for (int round = 0; round < 200; ++round) {
+    std::string bytes;
+    for (int i = 0; i < 64; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      bytes += static_cast<char>(state >> 56);
+    }
+    const std::string text = valid_utf8(bytes);
+    ASSERT_TRUE(well_formed(text)) << round;
+    ASSERT_EQ(valid_utf8(text), text) << round;
+    // Where no control character is involved, both give the same text.
+    std::string no_controls;
+    for (char c : bytes) no_controls += (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) ? 'x' : c;
+    if (no_controls.find("\xC2") == std::string::npos) {
+      ASSERT_EQ(valid_utf8(no_controls), printable_utf8(no_controls)) << round;
+    }
+  }
+}
+
 // Text shown piece by piece holds back only a character still being completed.
 TEST(CompleteUtf8Prefix, HoldsBackOnlyAnIncompleteCharacter) {
   EXPECT_EQ(complete_utf8_prefix(""), 0u);

@@ -32,14 +32,19 @@ bool is_control(uint32_t code_point) {
   return code_point < 0x20 || (code_point >= 0x7F && code_point <= 0x9F);
 }
 
-}  // namespace
-
-std::string printable_utf8(std::string_view bytes) {
+// The one decoder behind printable_utf8 and valid_utf8: ill-formed subparts
+// become U+FFFD, and so do control characters when `keep_controls` is false.
+std::string replace_ill_formed(std::string_view bytes, bool keep_controls) {
   std::string out;
   out.reserve(bytes.size());
   size_t i = 0;
   while (i < bytes.size()) {
     const auto lead = static_cast<unsigned char>(bytes[i]);
+    if (lead >= 0x20 && lead < 0x7F) {  // printable ASCII, most text: no decoding needed
+      out += static_cast<char>(lead);
+      ++i;
+      continue;
+    }
     const Lead l = lead_of(lead);
     if (l.length == 0) {
       out += kReplacement;
@@ -55,7 +60,7 @@ std::string printable_utf8(std::string_view bytes) {
       if (!fits) break;
       code_point = (code_point << 6) | (b & 0x3F);
     }
-    if (taken < l.length || is_control(code_point)) {
+    if (taken < l.length || (!keep_controls && is_control(code_point))) {
       out += kReplacement;
     } else {
       out.append(bytes.substr(i, static_cast<size_t>(taken)));
@@ -64,6 +69,12 @@ std::string printable_utf8(std::string_view bytes) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string printable_utf8(std::string_view bytes) { return replace_ill_formed(bytes, false); }
+
+std::string valid_utf8(std::string_view bytes) { return replace_ill_formed(bytes, true); }
 
 size_t complete_utf8_prefix(std::string_view bytes) {
   // A sequence is at most 4 bytes: its lead is among the last 3 if it is incomplete.

@@ -15,6 +15,13 @@ namespace giant {
 // binary) become U+FFFD too. Valid printable text passes unchanged.
 std::string printable_utf8(std::string_view bytes);
 
+// The bytes as valid UTF-8: each maximal ill-formed subpart becomes one
+// U+FFFD as in printable_utf8, but every well-formed character, control
+// characters included, passes unchanged. This is what node's (and Python's
+// errors="replace") decoding of a file does, so text reaches the GPT-2
+// tokenizer as the reference encoder sees it.
+std::string valid_utf8(std::string_view bytes);
+
 // The length of `bytes` without a trailing incomplete UTF-8 sequence (a lead
 // byte followed by fewer continuation bytes than it announces, each valid so
 // far): what text arriving piece by piece can show now without splitting a

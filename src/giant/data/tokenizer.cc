@@ -1,6 +1,8 @@
 #include "giant/data/tokenizer.h"
 
 #include "giant/base/error.h"
+#include "giant/data/gpt2_bpe.h"
+#include "giant/data/gpt2_vocabulary.h"
 
 namespace giant::data {
 
@@ -24,10 +26,16 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& tokens) const {
   return text;
 }
 
-std::vector<std::string> tokenizer_names() { return {"byte"}; }
+std::vector<std::string> tokenizer_names() { return {"byte", "gpt2:DIR"}; }
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
   if (name == "byte") return std::make_unique<ByteTokenizer>();
+  const std::string gpt2 = "gpt2:";
+  if (name.rfind(gpt2, 0) == 0) {
+    const std::string dir = name.substr(gpt2.size());
+    if (dir.empty()) throw ConfigError("data.tokenizer", "'" + name + "' names no folder (gpt2:DIR)");
+    return std::make_unique<Gpt2BpeTokenizer>(name, load_gpt2_vocabulary(dir));
+  }
   std::string known;
   for (const auto& n : tokenizer_names()) known += (known.empty() ? "'" : ", '") + n + "'";
   throw ConfigError("data.tokenizer",
