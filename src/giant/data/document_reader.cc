@@ -1,0 +1,135 @@
+#include "giant/data/document_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "giant/base/error.h"
+
+namespace giant::data {
+namespace {
+
+constexpr size_t kChunkBytes = 1 << 20;
+
+// "an array", "a string", "null": a JSON value's type for a message.
+std::string type_with_article(const nlohmann::json& value) {
+  const std::string type = value.type_name();
+  if (type == "null") return type;
+  return (type == "array" || type == "object" ? "an " : "a ") + type;
+}
+
+bool is_blank(const std::string& line) {
+  return line.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+}  // namespace
+
+InputFormat input_format_for(const std::string& path) {
+  const std::string extension = std::filesystem::path(path).extension().string();
+  return extension == ".jsonl" || extension == ".json" ? InputFormat::kJsonLines : InputFormat::kText;
+}
+
+DocumentReader::DocumentReader(std::string path, InputFormat format)
+    : path_(std::move(path)), format_(format), buffer_(new char[kChunkBytes]) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw FormatError(path_ + ": cannot open: " + std::strerror(errno));
+  if (std::filesystem::is_directory(path_)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw FormatError(path_ + ": is a folder, not a file");
+  }
+}
+
+DocumentReader::~DocumentReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool DocumentReader::fill() {
+  if (at_end_) return false;
+  for (;;) {
+    const ssize_t n = ::read(fd_, buffer_.get(), kChunkBytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw FormatError(path_ + ": cannot read: " + std::strerror(errno));
+    begin_ = 0;
+    end_ = static_cast<size_t>(n);
+    at_end_ = n == 0;
+    return n > 0;
+  }
+}
+
+bool DocumentReader::next_line(std::string& line) {
+  line.clear();
+  for (;;) {
+    if (begin_ == end_ && !fill()) {
+      if (!line.empty()) ++line_;
+      return !line.empty();  // a last line without its newline
+    }
+    const char* start = buffer_.get() + begin_;
+    const void* newline = std::memchr(start, '\n', end_ - begin_);
+    const size_t take = newline != nullptr ? static_cast<const char*>(newline) - start + 1 : end_ - begin_;
+    line.append(start, take);
+    begin_ += take;
+    bytes_read_ += take;
+    if (newline != nullptr) {
+      ++line_;
+      return true;
+    }
+  }
+}
+
+bool DocumentReader::next(Record& record) {
+  record.bytes.clear();
+  std::string line;
+  if (format_ == InputFormat::kJsonLines) {
+    while (next_line(line)) {
+      if (is_blank(line)) continue;
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      record.bytes = std::move(line);
+      record.line = line_;
+      return true;
+    }
+    return false;
+  }
+  while (next_line(line)) {
+    if (line == "\n" || line == "\r\n") {
+      if (!record.bytes.empty()) return true;
+      continue;
+    }
+    if (record.bytes.empty()) record.line = line_;
+    record.bytes += line;
+  }
+  return !record.bytes.empty();
+}
+
+std::string document_text(const Record& record, InputFormat format, const std::string& json_key,
+                          const std::string& path) {
+  if (format == InputFormat::kText) return record.bytes;
+  const std::string where = path + ":" + std::to_string(record.line) + ": ";
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(record.bytes);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw FormatError(where + "not valid JSON (at byte " + std::to_string(e.byte) + " of the line)");
+  }
+  if (!value.is_object()) {
+    throw FormatError(where + type_with_article(value) + ", not an object with a '" + json_key + "' string");
+  }
+  const auto text = value.find(json_key);
+  if (text == value.end()) {
+    std::string keys;
+    for (const auto& item : value.items()) keys += (keys.empty() ? "" : ", ") + item.key();
+    throw FormatError(where + "no '" + json_key + "' key (the line has: " + (keys.empty() ? "no keys" : keys) +
+                      "; --json-key names another)");
+  }
+  if (!text->is_string()) {
+    throw FormatError(where + "'" + json_key + "' is " + type_with_article(*text) + ", not a string");
+  }
+  return text->get<std::string>();
+}
+
+}  // namespace giant::data

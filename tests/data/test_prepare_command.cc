@@ -1,0 +1,167 @@
+// giant data prepare through the giant command: the bundled corpus in,
+// its summary line, exit status 2 with a message for bad flags and bad
+// input, and no output after a failure or a SIGTERM.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "giant/data/indexed_dataset.h"
+#include "support/indexed_files.h"
+
+extern char** environ;
+
+namespace giant::data {
+namespace {
+
+using test::python_read;
+using test::TempFolder;
+using test::write_bytes;
+namespace fs = std::filesystem;
+
+const std::string kGiant = std::string(GIANT_BINARY_DIR) + "/giant";
+const std::string kCorpus = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult prepare_command(const std::string& args) {
+  CommandResult result;
+  FILE* pipe = popen((kGiant + " data prepare " + args + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.output.append(buffer, n);
+  const int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class PrepareCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kGiant)) GTEST_SKIP() << kGiant << " is not built";
+  }
+  // Nothing but the inputs in the folder: no .bin, .idx or .tmp.
+  void expect_no_output() const {
+    for (const auto& entry : fs::directory_iterator(folder_.path())) {
+      const std::string name = entry.path().filename();
+      EXPECT_EQ(name.find("out."), std::string::npos) << name;
+    }
+  }
+  TempFolder folder_;
+  std::string out_ = folder_ / "out";
+};
+
+TEST_F(PrepareCommand, TheBundledCorpusWithTwoWorkers) {
+  const CommandResult result = prepare_command("--input " + kCorpus + " --tokenizer byte --output " + out_ + " --workers 2");
+  ASSERT_EQ(result.status, 0) << result.output;
+  const std::string tokens = std::to_string(fs::file_size(kCorpus) - 1188);
+  EXPECT_TRUE(contains(result.output, "giant data prepare: 1189 documents, " + tokens + " tokens (uint16) from 4.2 MB"))
+      << result.output;
+  EXPECT_TRUE(contains(result.output, "-> " + out_ + ".bin, " + out_ + ".idx")) << result.output;
+  const nlohmann::json read = python_read(out_);
+  ASSERT_FALSE(read.is_null());
+  EXPECT_EQ(read["sequences"].size(), 1189u);
+  EXPECT_EQ(read["sequences"][0][0], 'G');
+  EXPECT_EQ(IndexedDataset::open(out_)->num_documents(), 1189);
+}
+
+TEST_F(PrepareCommand, BadFlagsExitTwoWithAMessage) {
+  write_bytes(folder_ / "a.txt", "ab\n");
+  const std::string input = " --input " + folder_ / "a.txt";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {input + " --tokenizer byte", "--output is required"},
+      {" --tokenizer byte --output " + out_, "--input is required"},
+      {input + " --output " + out_, "--tokenizer is required"},
+      {input + " --tokenizer byte --output " + out_ + " --workers 0", "'--workers': must be in [1, 1024] (got 0)"},
+      {input + " --tokenizer byte --output " + out_ + " --workers two", "--workers"},
+      {input + " --tokenizer nope --output " + out_, "unknown tokenizer 'nope'"},
+      {input + " --tokenizer byte --output " + out_ + " --append-eod",
+       "'--append-eod': tokenizer 'byte' has no end-of-document token"},
+      {input + " --tokenizer byte --output " + folder_ / "none/out", "'--output': folder " + folder_ / "none"},
+      {input + " --tokenizer byte --output " + out_ + " --frobnicate", "--frobnicate"},
+  };
+  for (const auto& [args, message] : cases) {
+    SCOPED_TRACE(args);
+    const CommandResult result = prepare_command(args);
+    EXPECT_EQ(result.status, 2) << result.output;
+    EXPECT_TRUE(contains(result.output, message)) << result.output;
+    expect_no_output();
+  }
+  const CommandResult help = prepare_command("--help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_TRUE(contains(help.output, "--json-key")) << help.output;
+}
+
+TEST_F(PrepareCommand, BadInputExitsTwoNamingTheFileAndLeavesNoOutput) {
+  write_bytes(folder_ / "a.txt", "ab\n");
+  write_bytes(folder_ / "b.jsonl", "{\"text\": \"x\"}\n{\"id\": 1}\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {folder_ / "a.txt" + " " + folder_ / "missing.txt", folder_ / "missing.txt" + ": cannot open: No such file"},
+      {folder_ / "a.txt" + " " + folder_ / "b.jsonl", folder_ / "b.jsonl" + ":2: no 'text' key"},
+  };
+  for (const auto& [inputs, message] : cases) {
+    const CommandResult result = prepare_command("--input " + inputs + " --tokenizer byte --output " + out_);
+    EXPECT_EQ(result.status, 2) << result.output;
+    EXPECT_TRUE(contains(result.output, message)) << result.output;
+    expect_no_output();
+  }
+  const CommandResult keyed = prepare_command("--input " + folder_ / "b.jsonl" + " --json-key id --tokenizer byte --output " + out_);
+  EXPECT_EQ(keyed.status, 2);
+  EXPECT_TRUE(contains(keyed.output, "b.jsonl:1: no 'id' key")) << keyed.output;
+}
+
+// SIGTERM while the input (a pipe the test feeds) is half read: the run
+// stops with 128 + SIGTERM and leaves no output. The pipe makes it
+// deterministic: giant waits on it until the signal is sent, then sees the
+// signal before the end of its input.
+TEST_F(PrepareCommand, SigtermLeavesNoOutput) {
+  const std::string fifo = folder_ / "input.txt";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string log = folder_ / "log";
+  std::vector<std::string> args = {kGiant, "data", "prepare", "--input", fifo, "--tokenizer", "byte", "--output", out_};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, kGiant.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  const int feed = ::open(fifo.c_str(), O_WRONLY);  // blocks until giant opens it to read
+  ASSERT_GE(feed, 0);
+  const std::string chunk = "some text\nmore text\n\n";
+  ASSERT_EQ(::write(feed, chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));
+  // The writer's .tmp exists once giant has caught its signals and started.
+  for (int i = 0; i < 6000 && !fs::exists(out_ + ".bin.tmp"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(out_ + ".bin.tmp"));
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  ::close(feed);  // the end of its input: it finishes reading, then stops for the signal
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const std::string output = test::read_bytes(log);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << output;
+  EXPECT_TRUE(contains(output, "interrupted by signal 15")) << output;
+  EXPECT_FALSE(fs::exists(out_ + ".bin.tmp"));
+  EXPECT_FALSE(fs::exists(out_ + ".bin"));
+  EXPECT_FALSE(fs::exists(out_ + ".idx"));
+}
+
+}  // namespace
+}  // namespace giant::data
