@@ -195,7 +195,8 @@ void define_run_keys(Tunables& k) {
   k.define_int("train.loss_scale_hysteresis", 2, "overflows (since the last growth) before the loss scale halves");
 
   k.define_string("data.path", "examples/data/kjv.txt", "training text (relative to the working directory)");
-  k.define_string("data.tokenizer", "byte", "tokenizer: byte");
+  k.define_string("data.tokenizer", "byte",
+                  "tokenizer: byte, gpt2:DIR (vocab.json + merges.txt) or sentencepiece:FILE.model");
   k.define_real("data.val_fraction", 0.05, "share of the text, from its end, held out for validation");
 
   k.define_string("checkpoint.dir", "", "where checkpoints go (empty: train.out_dir/checkpoints)");
