@@ -262,6 +262,36 @@ TEST(Gpt2Pretokenizer, SpacesAreJavaScriptsSpaces) {
   EXPECT_EQ(split(""), Pieces{});
 }
 
+// The ASCII fast path cuts exactly where PCRE2 alone cuts: on random text
+// over the characters each alternative turns on (contraction letters,
+// spaces of both kinds, digits, marks, letters and digits past ASCII, emoji,
+// U+0085, U+FEFF), and on the test files.
+TEST(Gpt2Pretokenizer, AsciiFastPathCutsAsPcre2Does) {
+  const Gpt2Pretokenizer fast, pcre2_only(false);
+  std::vector<std::string_view> a, b;
+  auto same = [&](const std::string& text) {
+    fast.split(text, &a);
+    pcre2_only.split(text, &b);
+    return std::vector<std::string>(a.begin(), a.end()) == std::vector<std::string>(b.begin(), b.end());
+  };
+  const std::vector<std::string> alphabet = {
+      "a", "Z", "s", "t", "r", "e", "v", "l", "m", "d", "S", "0", "7", " ", " ", " ", "\t", "\n", "\r", "\x0B",
+      "\f", "'", "'", "!", ".", "-", std::string(1, '\0'), "\x7F", "\xC3\xA9", "\xC2\xA0", "\xE3\x80\x80",
+      "\xEF\xBB\xBF", "\xC2\x85", "\xE1\xA0\x8E", "\xD9\xA3", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\xCC\x81"};
+  uint64_t state = 77;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const int length = 1 + static_cast<int>(round % 24);
+    for (int i = 0; i < length; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      text += alphabet[(state >> 33) % alphabet.size()];
+    }
+    ASSERT_TRUE(same(text)) << "'" << printable_utf8(text) << "'";
+  }
+  EXPECT_TRUE(same(read_file(kKjv)));
+  EXPECT_TRUE(same(valid_utf8(read_file(kAwkward))));
+}
+
 // Error paths: each names the file (or folder) and what is wrong.
 class Gpt2Files : public ::testing::Test {
  protected:
@@ -322,7 +352,7 @@ TEST_F(Gpt2Files, MissingFolderAndFilesAreNamed) {
   EXPECT_TRUE(contains(message, "merges.txt': cannot read it: No such file")) << message;
   const std::string openai = error_of(vocab_json(), "", "encoder.json");
   EXPECT_TRUE(contains(openai, "vocab.bpe': cannot read it")) << openai;
-  EXPECT_TRUE(contains(error("sentencepiece-ish"), "known tokenizers: 'byte', 'gpt2:DIR'")) << error("x");
+  EXPECT_TRUE(contains(error("sentencepiece-ish"), "known tokenizers: 'byte', 'gpt2:DIR', 'sentencepiece:FILE.model'")) << error("x");
 }
 
 TEST_F(Gpt2Files, BadVocabularyJson) {

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <cstdint>
 #include <string>
 
 #include "giant/base/error.h"
@@ -54,6 +55,51 @@ constexpr const char* kPattern =
     "|[" GIANT_JS_SPACE "]+(?![^" GIANT_JS_SPACE "])"
     "|[" GIANT_JS_SPACE "]+";
 
+// The ASCII characters as the pattern classes them (a contraction's
+// apostrophe is `other` outside a contraction).
+enum class Kind : uint8_t { kLetter, kNumber, kSpace, kOther, kNonAscii, kEnd };
+
+Kind kind_at(std::string_view text, size_t i) {
+  if (i >= text.size()) return Kind::kEnd;
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (c >= 0x80) return Kind::kNonAscii;
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return Kind::kLetter;
+  if (c >= '0' && c <= '9') return Kind::kNumber;
+  if (c == ' ' || (c >= '\t' && c <= '\r')) return Kind::kSpace;  // tab, LF, VT, FF, CR
+  return Kind::kOther;
+}
+
+// The length of the piece the pattern matches at `start`, worked out as it
+// would be, alternative by alternative, when every character that decides
+// it is ASCII; 0 when a non-ASCII character would (its class is PCRE2's to say).
+size_t ascii_piece(std::string_view text, size_t start) {
+  const size_t n = text.size();
+  if (text[start] == '\'' && start + 1 < n) {  // 's 't 're 've 'm 'll 'd
+    const char d = text[start + 1];
+    if (d == 's' || d == 't' || d == 'm' || d == 'd') return 2;
+    const char e = start + 2 < n ? text[start + 2] : '\0';
+    if ((d == 'r' && e == 'e') || (d == 'v' && e == 'e') || (d == 'l' && e == 'l')) return 3;
+  }
+  Kind kind = kind_at(text, start);
+  size_t run_start = start;
+  if (text[start] == ' ') {  // " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+" take the space with what follows
+    const Kind next = kind_at(text, start + 1);
+    if (next == Kind::kNonAscii) return 0;
+    if (next == Kind::kLetter || next == Kind::kNumber || next == Kind::kOther) {
+      kind = next;
+      run_start = start + 1;
+    }
+  }
+  if (kind == Kind::kNonAscii) return 0;
+  size_t end = run_start;
+  while (kind_at(text, end) == kind) ++end;
+  if (kind_at(text, end) == Kind::kNonAscii) return 0;  // it may continue the run
+  if (kind != Kind::kSpace || end == n) return end - start;
+  // "\s+(?!\S)" before a non-space gives the run back but its last space, which
+  // then stands alone ("\s+"); a run of one space is that alone at once.
+  return end - start >= 2 ? end - 1 - start : 1;
+}
+
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buffer[256];
   pcre2_get_error_message(code, buffer, sizeof(buffer));
@@ -68,7 +114,8 @@ struct Gpt2Pretokenizer::Compiled {
   ~Compiled() { pcre2_code_free(code); }
 };
 
-Gpt2Pretokenizer::Gpt2Pretokenizer() : compiled_(std::make_unique<Compiled>()) {
+Gpt2Pretokenizer::Gpt2Pretokenizer(bool ascii_fast_path)
+    : compiled_(std::make_unique<Compiled>()), ascii_fast_path_(ascii_fast_path) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED,
@@ -94,6 +141,11 @@ void Gpt2Pretokenizer::split(std::string_view text, std::vector<std::string_view
   size_t start = 0;
   bool jit = compiled_->jit;
   while (start < text.size()) {
+    if (const size_t ascii = ascii_fast_path_ ? ascii_piece(text, start) : 0) {
+      pieces->emplace_back(text.data() + start, ascii);
+      start += ascii;
+      continue;
+    }
     int rc = jit ? pcre2_jit_match(compiled_->code, subject, text.size(), start, 0, match.get(), nullptr)
                  : pcre2_match(compiled_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match.get(),
                                nullptr);

@@ -3,6 +3,7 @@
 #include "giant/base/error.h"
 #include "giant/data/gpt2_bpe.h"
 #include "giant/data/gpt2_vocabulary.h"
+#include "giant/data/sentencepiece_tokenizer.h"
 
 namespace giant::data {
 
@@ -26,7 +27,7 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& tokens) const {
   return text;
 }
 
-std::vector<std::string> tokenizer_names() { return {"byte", "gpt2:DIR"}; }
+std::vector<std::string> tokenizer_names() { return {"byte", "gpt2:DIR", "sentencepiece:FILE.model"}; }
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
   if (name == "byte") return std::make_unique<ByteTokenizer>();
@@ -35,6 +36,12 @@ std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
     const std::string dir = name.substr(gpt2.size());
     if (dir.empty()) throw ConfigError("data.tokenizer", "'" + name + "' names no folder (gpt2:DIR)");
     return std::make_unique<Gpt2BpeTokenizer>(name, load_gpt2_vocabulary(dir));
+  }
+  const std::string sentencepiece = "sentencepiece:";
+  if (name.rfind(sentencepiece, 0) == 0) {
+    const std::string file = name.substr(sentencepiece.size());
+    if (file.empty()) throw ConfigError("data.tokenizer", "'" + name + "' names no model (sentencepiece:FILE.model)");
+    return std::make_unique<SentencePieceTokenizer>(name, file);
   }
   std::string known;
   for (const auto& n : tokenizer_names()) known += (known.empty() ? "'" : ", '") + n + "'";
