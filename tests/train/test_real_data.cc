@@ -59,5 +59,36 @@ TEST(RealData, Gpt2PreparedCorpusTrainsWithTheExampleConfig) {
   EXPECT_NE(read_file(dir.path() + "/small.log").find("model.vocab"), std::string::npos);
 }
 
+// SentencePiece in a libtorch process (giant data prepare and giant train
+// both are): libsentencepiece's bundled protobuf must not meet libtorch's.
+TEST(RealData, SentencePiecePreparedCorpusTrains) {
+  TempDir dir;
+  const std::string text = dir.file("part.txt", read_file(kSource + "/examples/data/kjv.txt").substr(0, 300000));
+  const std::string model = dir.path() + "/spm";
+  ASSERT_EQ(run(std::string(GIANT_SPM_TRAIN) + " --input=" + text + " --model_prefix=" + model +
+                    " --vocab_size=500 --minloglevel=2",
+                dir.path() + "/spm.log"),
+            0)
+      << read_file(dir.path() + "/spm.log") << " (spm_train comes with scripts/setup-deps)";
+  const std::string prefix = dir.path() + "/part", tokenizer = "sentencepiece:" + model + ".model";
+  ASSERT_EQ(run(giant_binary() + " data prepare --input " + text + " --tokenizer " + tokenizer + " --output " + prefix +
+                    " --append-eod",
+                dir.path() + "/prepare.log"),
+            0)
+      << read_file(dir.path() + "/prepare.log");
+  const std::string out = dir.path() + "/run";
+  ASSERT_EQ(run(giant_binary() + " train --set model.layers=1 --set model.hidden=32 --set model.heads=2" +
+                    " --set model.seq_len=32 --set model.vocab=500 --set train.global_batch=4 --set train.micro_batch=4" +
+                    " --set train.steps=2 --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=8" +
+                    " --set train.precision=\\\"fp32\\\" --set train.threads=1 --set data.path=\\\"" + prefix +
+                    "\\\" --set data.tokenizer=\\\"" + tokenizer + "\\\" --set train.out_dir=\\\"" + out + "\\\"",
+                dir.path() + "/train.log"),
+            0)
+      << read_file(dir.path() + "/train.log");
+  const std::vector<double> losses = losses_of(out + "/metrics.jsonl");
+  ASSERT_GE(losses.size(), 2u);
+  EXPECT_NEAR(losses.front(), std::log(500.0), 0.5);
+}
+
 }  // namespace
 }  // namespace giant::train
