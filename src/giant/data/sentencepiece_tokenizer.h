@@ -1,6 +1,5 @@
-// SentencePiece ("sentencepiece:FILE.model") through libsentencepiece, loaded
-// as a module on first use (sentencepiece_module.h says why): the model's own
-// normalization, pieces and ids; </s> as the end of a document.
+// SentencePiece ("sentencepiece:FILE.model") through libsentencepiece: the
+// model's own normalization, pieces and ids; </s> as the end of a document.
 #pragma once
 
 #include <memory>
@@ -8,7 +7,9 @@
 
 #include "giant/data/tokenizer.h"
 
-struct GiantSpm;  // sentencepiece_module.h
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
 
 namespace giant::data {
 
@@ -26,14 +27,9 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string decode(const std::vector<int32_t>& tokens) const override;
 
  private:
-  struct Module;
-  static const Module& module();  // loads it once per process; ConfigError when it cannot
-
   std::string spec_;
-  const Module& module_;
   // SentencePiece's Encode and Decode are const and keep no state: one processor serves every thread.
-  GiantSpm* model_ = nullptr;
-  int64_t piece_size_ = 0;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
 };
 
 }  // namespace giant::data
