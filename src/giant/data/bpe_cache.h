@@ -1,12 +1,13 @@
 // The ids BPE gave each pre-token seen lately, shared by every thread that
 // encodes with one tokenizer. Sharded by the word's hash, each shard with its
 // own lock, so threads encoding at once rarely wait for each other; bounded:
-// a full shard is emptied and fills again with the words in use.
+// a full shard is emptied and fills again with the words in use. A word is
+// found by its 64-bit hash, computed once, and then compared: two words of
+// one hash take turns in the cache, never each other's ids.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -28,14 +29,18 @@ class BpeCache {
 
  private:
   struct Entry {
-    std::string word;  // the map's key views it: an Entry never moves
+    std::string word;
     std::vector<int32_t> ids;
+  };
+  // The hash is already mixed: the map buckets by it as it is.
+  struct Identity {
+    size_t operator()(uint64_t hash) const { return static_cast<size_t>(hash); }
   };
   struct Shard {
     mutable std::mutex mutex;
-    std::unordered_map<std::string_view, std::unique_ptr<Entry>> words;
+    std::unordered_map<uint64_t, Entry, Identity> words;
   };
-  Shard& shard_of(std::string_view word) const;
+  Shard& shard_of(uint64_t hash) const { return shards_[(hash >> 40) % kShards]; }
 
   mutable std::array<Shard, kShards> shards_;  // find() locks, and is const
 };

@@ -227,13 +227,20 @@ Gpt2Vocabulary train_bpe(const std::vector<std::string>& files, const BpeTrainin
   return vocabulary;
 }
 
-void write_gpt2_vocabulary(const Gpt2Vocabulary& vocabulary, const std::string& dir) {
+void check_vocabulary_output(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    throw ConfigError("--output", "'" + dir + "' is a file, not a folder");
+  }
   for (const char* name : {"/vocab.json", "/merges.txt"}) {
-    struct stat st {};
     if (::stat((dir + name).c_str(), &st) == 0) {
       throw ConfigError("--output", "'" + dir + "' already has " + (name + 1) + "; choose another folder or remove it");
     }
   }
+}
+
+void write_gpt2_vocabulary(const Gpt2Vocabulary& vocabulary, const std::string& dir) {
+  check_vocabulary_output(dir);
   std::string path;
   for (size_t i = 0; i <= dir.size(); ++i) {  // mkdir -p
     if (i == dir.size() || (dir[i] == '/' && i > 0)) {

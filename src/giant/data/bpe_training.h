@@ -47,6 +47,10 @@ struct BpeTrainingOptions {
 Gpt2Vocabulary train_bpe(const std::vector<std::string>& files, const BpeTrainingOptions& options,
                          BpeTrainingStats* stats = nullptr);
 
+// Whether `dir` can take a vocabulary: ConfigError("--output") when it holds
+// vocab.json or merges.txt already, or is a file (checked before training too).
+void check_vocabulary_output(const std::string& dir);
+
 // Writes `vocabulary` as DIR/vocab.json (token text -> id, in id order) and
 // DIR/merges.txt ("#version: 0.2", then one merge per line), creating DIR.
 // Existing files in DIR -> ConfigError("--output"); write errors -> giant::Error naming the file.

@@ -18,6 +18,7 @@ struct Candidate {
   int32_t rank;
   int32_t left;  // position of the left symbol; the right one is its successor
   int32_t left_id, right_id;
+  int32_t joined;  // the merge's token
   // std::push_heap keeps the largest first: lowest rank first, then leftmost.
   bool operator<(const Candidate& other) const {
     return rank != other.rank ? rank > other.rank : left > other.left;
@@ -70,7 +71,7 @@ void Gpt2BpeTokenizer::merge(std::vector<int32_t>* symbols) const {
   auto consider = [&](int32_t left) {
     if (left < 0 || next[left] < 0) return;
     if (const Merge* m = find_merge(id[left], id[next[left]])) {
-      heap.push_back({m->rank, left, id[left], id[next[left]]});
+      heap.push_back({m->rank, left, id[left], id[next[left]], m->joined});
       std::push_heap(heap.begin(), heap.end());
     }
   };
@@ -86,7 +87,7 @@ void Gpt2BpeTokenizer::merge(std::vector<int32_t>* symbols) const {
     for (const Candidate& c : batch) {
       const int32_t right = next[c.left];
       if (id[c.left] != c.left_id || right < 0 || id[right] != c.right_id) continue;  // changed since
-      id[c.left] = find_merge(c.left_id, c.right_id)->joined;
+      id[c.left] = c.joined;
       id[right] = -1;
       next[c.left] = next[right];
       if (next[right] >= 0) previous[next[right]] = c.left;
