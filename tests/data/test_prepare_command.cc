@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -143,17 +145,36 @@ TEST_F(PrepareCommand, SigtermLeavesNoOutput) {
   pid_t pid = 0;
   ASSERT_EQ(posix_spawn(&pid, kGiant.c_str(), &actions, nullptr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&actions);
-  const int feed = ::open(fifo.c_str(), O_WRONLY);  // blocks until giant opens it to read
+  // A failed assertion below must not leave giant waiting on its pipe.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{pid};
+  // Giant opens the pipe to read once it has started (signals caught, the
+  // .tmp created); until then a non-blocking open for writing fails.
+  int feed = -1;
+  for (int i = 0; i < 6000 && feed < 0; ++i) {
+    feed = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (feed >= 0) break;
+    ASSERT_EQ(errno, ENXIO) << std::strerror(errno);
+    ASSERT_EQ(::waitpid(pid, nullptr, WNOHANG), 0) << "giant exited early: " << test::read_bytes(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ASSERT_GE(feed, 0);
+  ASSERT_EQ(::fcntl(feed, F_SETFL, 0), 0);
   const std::string chunk = "some text\nmore text\n\n";
   ASSERT_EQ(::write(feed, chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));
-  // The writer's .tmp exists once giant has caught its signals and started.
-  for (int i = 0; i < 6000 && !fs::exists(out_ + ".bin.tmp"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(fs::exists(out_ + ".bin.tmp"));
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   ::close(feed);  // the end of its input: it finishes reading, then stops for the signal
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  reaper.pid = 0;
   const std::string output = test::read_bytes(log);
   ASSERT_TRUE(WIFEXITED(status)) << output;
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << output;
