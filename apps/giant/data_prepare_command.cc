@@ -42,11 +42,12 @@ class PrepareProgressPrinter {
     const double rate = p.seconds > 0 ? static_cast<double>(p.input_bytes_done) / p.seconds : 0;
     char text[256];
     if (p.input_bytes_total > 0) {
-      const double fraction = std::min(1.0, static_cast<double>(p.input_bytes_done) / p.input_bytes_total);
-      const double eta = rate > 0 ? static_cast<double>(p.input_bytes_total - std::min(p.input_bytes_total, p.input_bytes_done)) / rate : -1;
-      std::snprintf(text, sizeof text, "%s%5.1f%%  %.1f MB/s  ETA %s  %lld documents", live_ ? bar(fraction).c_str() : "",
-                    100 * fraction, rate / 1e6, train::Progress::format_eta(eta).c_str(),
-                    static_cast<long long>(p.documents));
+      const double done = static_cast<double>(std::min(p.input_bytes_done, p.input_bytes_total));
+      const double fraction = done / static_cast<double>(p.input_bytes_total);
+      const double eta = rate > 0 ? (static_cast<double>(p.input_bytes_total) - done) / rate : -1;
+      std::snprintf(text, sizeof text, "%s%5.1f%%  %.1f MB/s  ETA %s  %lld documents",
+                    live_ ? bar(fraction).c_str() : "", 100 * fraction, rate / 1e6,
+                    train::Progress::format_eta(eta).c_str(), static_cast<long long>(p.documents));
     } else {  // a pipe: no size to measure against
       std::snprintf(text, sizeof text, "%.1f MB  %.1f MB/s  %lld documents", p.input_bytes_done / 1e6, rate / 1e6,
                     static_cast<long long>(p.documents));
@@ -61,11 +62,14 @@ class PrepareProgressPrinter {
 
   void finish(const data::PrepareProgress& p, double seconds, data::TokenDtype dtype, const std::string& prefix) {
     clear();
-    char text[512];
-    std::snprintf(text, sizeof text, "%s: %lld documents, %lld tokens (%s) from %.1f MB in %.2f s (%.1f MB/s) -> %s.bin, %s.idx",
-                  kName, static_cast<long long>(p.documents), static_cast<long long>(p.tokens),
-                  data::token_dtype_name(static_cast<uint8_t>(dtype)).c_str(), p.input_bytes_done / 1e6, seconds,
-                  seconds > 0 ? p.input_bytes_done / 1e6 / seconds : 0.0, prefix.c_str(), prefix.c_str());
+    const double mb = p.input_bytes_done / 1e6;
+    char figures[128];
+    std::snprintf(figures, sizeof figures, "from %.1f MB in %.2f s (%.1f MB/s)", mb, seconds,
+                  seconds > 0 ? mb / seconds : 0.0);
+    const std::string text = std::string(kName) + ": " + std::to_string(p.documents) + " documents, " +
+                             std::to_string(p.tokens) + " tokens (" +
+                             data::token_dtype_name(static_cast<uint8_t>(dtype)) + ") " + figures + " -> " +
+                             prefix + ".bin, " + prefix + ".idx";
     out_ << text << '\n' << std::flush;
   }
 

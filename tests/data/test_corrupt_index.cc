@@ -98,7 +98,8 @@ std::vector<Corruption> corruptions() {
        {"{idx}: sequence length 2 is 5: its 10 bytes from byte 6 run past the end of {bin} (14 bytes)"}},
       {".bin longer", [](B, B bin) { bin += "xy"; }, {"{idx}: sequence lengths end at byte 16 but {bin} is 18 bytes"}},
       {".bin odd size", [](B, B bin) { bin += "x"; }, {"{idx}: sequence lengths end at byte 16 but {bin} is 17 bytes"}},
-      {".bin empty", [](B, B bin) { bin.clear(); }, {"{idx}: sequence length 0 is 3: its 6 bytes from byte 0 run past the end of {bin} (0 bytes)"}},
+      {".bin empty", [](B, B bin) { bin.clear(); },
+       {"{idx}: sequence length 0 is 3: its 6 bytes from byte 0 run past the end of {bin} (0 bytes)"}},
   };
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -289,6 +290,34 @@ TEST(Prepare, UnreadableInputsAndBadOptionsFailBeforeAnyOutput) {
   EXPECT_NE(no_folder.find("'--output': folder " + folder / "no" + " does not exist"), std::string::npos) << no_folder;
   expect_only(folder, {"a.txt"});
 }
+
+#ifdef GIANT_GPT2_REFERENCE_DIR
+// With GPT-2 BPE (the reference vocabulary the GPT-2 tests use): each
+// document its encoding and <|endoftext|>, uint16, the same for 1 and 2 workers.
+TEST(Prepare, Gpt2WithAppendEod) {
+  const std::unique_ptr<Tokenizer> gpt2 = make_tokenizer(std::string("gpt2:") + GIANT_GPT2_REFERENCE_DIR);
+  ASSERT_EQ(gpt2->end_of_document(), 50256);
+  TempFolder folder;
+  write_bytes(folder / "a.jsonl", "{\"text\": \"Hello world\"}\n{\"text\": \"It's 2024, isn't it?\"}\n");
+  std::string first_bin;
+  for (const int workers : {1, 2}) {
+    const std::string prefix = folder / ("w" + std::to_string(workers));
+    PrepareOptions options = options_for({folder / "a.jsonl", kCorpus}, prefix);
+    options.append_eod = true;
+    options.workers = workers;
+    prepare(options, *gpt2);
+    const auto documents = documents_of(prefix);
+    ASSERT_EQ(documents.size(), 2u + 1189u);
+    std::vector<int32_t> hello = gpt2->encode("Hello world");
+    hello.push_back(50256);
+    EXPECT_EQ(documents[0], hello);
+    EXPECT_EQ(documents[1].back(), 50256);
+    EXPECT_EQ(IndexedDataset::open(prefix)->dtype(), TokenDtype::kUint16);
+    if (workers == 1) first_bin = read_bytes(prefix + ".bin");
+    if (workers == 2) EXPECT_TRUE(read_bytes(prefix + ".bin") == first_bin);
+  }
+}
+#endif
 
 TEST(DocumentReader, CountsLinesAndBytesAcrossChunks) {
   TempFolder folder;

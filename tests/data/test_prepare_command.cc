@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -125,42 +127,98 @@ TEST_F(PrepareCommand, BadInputExitsTwoNamingTheFileAndLeavesNoOutput) {
   EXPECT_TRUE(contains(keyed.output, "b.jsonl:1: no 'id' key")) << keyed.output;
 }
 
-// SIGTERM while the input (a pipe the test feeds) is half read: the run
-// stops with 128 + SIGTERM and leaves no output. The pipe makes it
-// deterministic: giant waits on it until the signal is sent, then sees the
-// signal before the end of its input.
+// giant data prepare reading a pipe the test feeds, its stderr in a file.
+// Giant opens the pipe to read once it has started (signals caught, the
+// .tmp created); until then a non-blocking open for writing fails.
+class PipedPrepare {
+ public:
+  PipedPrepare(const TempFolder& folder, const std::string& out) : log_(folder / "log") {
+    const std::string fifo = folder / "input.txt";
+    EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    std::vector<std::string> args = {kGiant, "data", "prepare", "--input", fifo, "--tokenizer", "byte", "--output", out};
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    EXPECT_EQ(posix_spawn(&pid_, kGiant.c_str(), &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    for (int i = 0; i < 6000 && pid_ > 0; ++i) {
+      feed_ = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (feed_ >= 0 || errno != ENXIO || ::waitpid(pid_, nullptr, WNOHANG) != 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_GE(feed_, 0) << "giant did not open its input: " << test::read_bytes(log_);
+    if (feed_ >= 0) {
+      EXPECT_EQ(::fcntl(feed_, F_SETFL, 0), 0);
+    }
+  }
+  // A failed assertion must not leave giant waiting on its pipe.
+  ~PipedPrepare() {
+    if (feed_ >= 0) ::close(feed_);
+    if (pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  bool started() const { return feed_ >= 0; }
+  void feed(const std::string& bytes) {
+    ASSERT_EQ(::write(feed_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  void signal(int signo) { ASSERT_EQ(::kill(pid_, signo), 0); }
+  // Closes the pipe (the end of the input) and waits: the exit status
+  // (minus the signal's number if one killed it) and what it printed.
+  CommandResult finish() {
+    ::close(feed_);
+    feed_ = -1;
+    int status = 0;
+    CommandResult result;
+    if (::waitpid(pid_, &status, 0) != pid_) return result;
+    pid_ = 0;
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    result.output = test::read_bytes(log_);
+    return result;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = 0;
+  int feed_ = -1;
+};
+
+// SIGTERM while the input is half read: the run stops with 128 + SIGTERM
+// and leaves no output. The pipe makes it deterministic: giant waits on it
+// until the signal is sent, then sees the signal before the end of its input.
 TEST_F(PrepareCommand, SigtermLeavesNoOutput) {
-  const std::string fifo = folder_ / "input.txt";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const std::string log = folder_ / "log";
-  std::vector<std::string> args = {kGiant, "data", "prepare", "--input", fifo, "--tokenizer", "byte", "--output", out_};
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, kGiant.c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  const int feed = ::open(fifo.c_str(), O_WRONLY);  // blocks until giant opens it to read
-  ASSERT_GE(feed, 0);
-  const std::string chunk = "some text\nmore text\n\n";
-  ASSERT_EQ(::write(feed, chunk.data(), chunk.size()), static_cast<ssize_t>(chunk.size()));
-  // The writer's .tmp exists once giant has caught its signals and started.
-  for (int i = 0; i < 6000 && !fs::exists(out_ + ".bin.tmp"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  PipedPrepare giant(folder_, out_);
+  ASSERT_TRUE(giant.started());
+  giant.feed("some text\nmore text\n\n");
   ASSERT_TRUE(fs::exists(out_ + ".bin.tmp"));
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  ::close(feed);  // the end of its input: it finishes reading, then stops for the signal
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  const std::string output = test::read_bytes(log);
-  ASSERT_TRUE(WIFEXITED(status)) << output;
-  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << output;
-  EXPECT_TRUE(contains(output, "interrupted by signal 15")) << output;
+  giant.signal(SIGTERM);
+  const CommandResult result = giant.finish();  // giant finishes reading, then stops for the signal
+  EXPECT_EQ(result.status, 128 + SIGTERM) << result.output;
+  EXPECT_TRUE(contains(result.output, "interrupted by signal 15")) << result.output;
   EXPECT_FALSE(fs::exists(out_ + ".bin.tmp"));
   EXPECT_FALSE(fs::exists(out_ + ".bin"));
   EXPECT_FALSE(fs::exists(out_ + ".idx"));
+}
+
+// Off a terminal, progress is a plain line when a batch is written 5 s or
+// more after the last line; a pipe has no size, so the line gives MB read.
+TEST_F(PrepareCommand, OffATerminalProgressIsAPlainLineEveryFewSeconds) {
+  PipedPrepare giant(folder_, out_);
+  ASSERT_TRUE(giant.started());
+  const std::string batch((600 << 10) - 1, 'x');  // a document of more than a batch's 512 KiB
+  giant.feed(batch + "\n\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5200));
+  giant.feed(batch + "\n\n");
+  const CommandResult result = giant.finish();
+  ASSERT_EQ(result.status, 0) << result.output;
+  EXPECT_TRUE(contains(result.output, "prepare: 1.2 MB  ")) << result.output;
+  EXPECT_TRUE(contains(result.output, " MB/s  2 documents\n")) << result.output;
+  EXPECT_TRUE(contains(result.output, "giant data prepare: 2 documents, 1228800 tokens (uint16)")) << result.output;
+  EXPECT_EQ(result.output.find('\r'), std::string::npos) << result.output;
 }
 
 }  // namespace

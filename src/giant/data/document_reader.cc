@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -62,17 +63,18 @@ bool DocumentReader::fill() {
   }
 }
 
-bool DocumentReader::next_line(std::string& line) {
-  line.clear();
+bool DocumentReader::append_line(std::string& out) {
+  bool appended = false;
   for (;;) {
     if (begin_ == end_ && !fill()) {
-      if (!line.empty()) ++line_;
-      return !line.empty();  // a last line without its newline
+      if (appended) ++line_;
+      return appended;  // a last line without its newline
     }
     const char* start = buffer_.get() + begin_;
     const void* newline = std::memchr(start, '\n', end_ - begin_);
     const size_t take = newline != nullptr ? static_cast<const char*>(newline) - start + 1 : end_ - begin_;
-    line.append(start, take);
+    out.append(start, take);
+    appended = true;
     begin_ += take;
     bytes_read_ += take;
     if (newline != nullptr) {
@@ -84,31 +86,36 @@ bool DocumentReader::next_line(std::string& line) {
 
 bool DocumentReader::next(Record& record) {
   record.bytes.clear();
-  std::string line;
   if (format_ == InputFormat::kJsonLines) {
-    while (next_line(line)) {
-      if (is_blank(line)) continue;
-      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-      record.bytes = std::move(line);
+    while (append_line(record.bytes)) {
+      if (is_blank(record.bytes)) {
+        record.bytes.clear();
+        continue;
+      }
+      while (!record.bytes.empty() && (record.bytes.back() == '\n' || record.bytes.back() == '\r')) {
+        record.bytes.pop_back();
+      }
       record.line = line_;
       return true;
     }
     return false;
   }
-  while (next_line(line)) {
+  // Lines go straight into the record; an empty one is taken back off.
+  for (size_t start = 0; append_line(record.bytes); start = record.bytes.size()) {
+    const std::string_view line = std::string_view(record.bytes).substr(start);
     if (line == "\n" || line == "\r\n") {
+      record.bytes.resize(start);
       if (!record.bytes.empty()) return true;
       continue;
     }
-    if (record.bytes.empty()) record.line = line_;
-    record.bytes += line;
+    if (start == 0) record.line = line_;
   }
   return !record.bytes.empty();
 }
 
-std::string document_text(const Record& record, InputFormat format, const std::string& json_key,
+std::string document_text(Record&& record, InputFormat format, const std::string& json_key,
                           const std::string& path) {
-  if (format == InputFormat::kText) return record.bytes;
+  if (format == InputFormat::kText) return std::move(record.bytes);
   const std::string where = path + ":" + std::to_string(record.line) + ": ";
   nlohmann::json value;
   try {

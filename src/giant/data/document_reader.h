@@ -42,7 +42,7 @@ class DocumentReader {
   InputFormat format() const { return format_; }
 
  private:
-  bool next_line(std::string& line);  // with its '\n' when it has one; false at the end
+  bool append_line(std::string& out);  // the next line, with its '\n' if it has one; false at the end
   bool fill();
 
   std::string path_;
@@ -55,11 +55,11 @@ class DocumentReader {
   int64_t line_ = 0;  // lines consumed
 };
 
-// The document's text: a text record as it is; a JSON line's string under
-// `json_key`. FormatError naming the file and line when the line is not a
-// JSON object, has no `json_key`, or holds something other than a string
-// there. Thread-safe.
-std::string document_text(const Record& record, InputFormat format, const std::string& json_key,
+// The document's text: a text record's bytes (moved out, not copied); a
+// JSON line's string under `json_key`. FormatError naming the file and line
+// when the line is not a JSON object, has no `json_key`, or holds something
+// other than a string there. Thread-safe.
+std::string document_text(Record&& record, InputFormat format, const std::string& json_key,
                           const std::string& path);
 
 }  // namespace giant::data

@@ -158,8 +158,8 @@ void Pipeline::tokenize(Batch& batch) const {
   const InputFormat format = input_format_for(path);
   const int32_t end_of_document = tokenizer_.end_of_document();
   batch.documents.reserve(batch.records.size());
-  for (const Record& record : batch.records) {
-    std::vector<int32_t> tokens = tokenizer_.encode(document_text(record, format, options_.json_key, path));
+  for (Record& record : batch.records) {
+    std::vector<int32_t> tokens = tokenizer_.encode(document_text(std::move(record), format, options_.json_key, path));
     if (options_.append_eod) tokens.push_back(end_of_document);
     batch.documents.push_back(std::move(tokens));
   }
