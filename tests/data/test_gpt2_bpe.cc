@@ -293,7 +293,7 @@ TEST(Gpt2Pretokenizer, AsciiFastPathCutsAsPcre2Does) {
 }
 
 // Error paths: each names the file (or folder) and what is wrong.
-class Gpt2Files : public ::testing::Test {
+class Gpt2VocabularyFiles : public ::testing::Test {
  protected:
   // A tiny valid vocabulary: the 256 bytes, "ab" (a merge of a and b) and
   // <|endoftext|>, with `extra` members appended to its JSON.
@@ -321,7 +321,7 @@ class Gpt2Files : public ::testing::Test {
   }
 };
 
-TEST_F(Gpt2Files, ATinyVocabularyLoadsAndMerges) {
+TEST_F(Gpt2VocabularyFiles, ATinyVocabularyLoadsAndMerges) {
   const std::string dir = fresh_dir("tiny");
   write_file(dir + "/vocab.json", vocab_json());
   write_file(dir + "/merges.txt", "#version: 0.2\na b\n");
@@ -332,7 +332,7 @@ TEST_F(Gpt2Files, ATinyVocabularyLoadsAndMerges) {
   EXPECT_EQ(tokenizer->decode({256, 'c'}), "abc");
 }
 
-TEST_F(Gpt2Files, MissingFolderAndFilesAreNamed) {
+TEST_F(Gpt2VocabularyFiles, MissingFolderAndFilesAreNamed) {
   auto error = [](const std::string& spec) {
     try {
       make_tokenizer(spec);
@@ -355,7 +355,7 @@ TEST_F(Gpt2Files, MissingFolderAndFilesAreNamed) {
   EXPECT_TRUE(contains(error("sentencepiece-ish"), "known tokenizers: 'byte', 'gpt2:DIR', 'sentencepiece:FILE.model'")) << error("x");
 }
 
-TEST_F(Gpt2Files, BadVocabularyJson) {
+TEST_F(Gpt2VocabularyFiles, BadVocabularyJson) {
   std::string m = error_of("{\"a\": 1,", "a b\n");
   EXPECT_TRUE(contains(m, "vocab.json': not valid JSON")) << m;
   m = error_of("[1, 2]", "a b\n");
@@ -375,7 +375,7 @@ TEST_F(Gpt2Files, BadVocabularyJson) {
   EXPECT_TRUE(contains(m, "no token for byte 97 ('a')")) << m;
 }
 
-TEST_F(Gpt2Files, BadMergesLinesAreNamedByNumber) {
+TEST_F(Gpt2VocabularyFiles, BadMergesLinesAreNamedByNumber) {
   const std::string v = vocab_json();
   std::string m = error_of(v, "#version: 0.2\na b\nab\n");
   EXPECT_TRUE(contains(m, "merges.txt': line 3 'ab' is not two tokens separated by one space")) << m;
