@@ -152,6 +152,18 @@ TEST(IndexedDatasetWriter, ItsFilesAreReadBackByTheIndependentReader) {
   }
 }
 
+TEST(IndexedDatasetWriter, WritesAnEmptyDataset) {
+  TempFolder folder;
+  IndexedDatasetWriter writer(folder / "empty", TokenDtype::kUint16);
+  writer.finish();
+  const auto dataset = IndexedDataset::open(folder / "empty");
+  EXPECT_EQ(dataset->num_documents(), 0);
+  EXPECT_EQ(dataset->num_tokens(), 0);
+  const nlohmann::json read = python_read(folder / "empty");
+  EXPECT_EQ(read["document_index"], (std::vector<int64_t>{0}));
+  EXPECT_TRUE(read["sequences"].empty());
+}
+
 TEST(IndexedDatasetWriter, LongDocumentsCrossTheWriteBuffer) {
   TempFolder folder;
   std::vector<int32_t> long_document(3 << 20);  // 6 MiB of uint16, more than the 4 MiB buffer

@@ -202,6 +202,7 @@ std::string encode_index(TokenDtype dtype, const std::vector<int32_t>& lengths) 
   std::string out(kIndexHeaderBytes + sequences * kBytesPerSequence + document_indices * kBytesPerDocumentIndex, '\0');
   char* at = out.data();
   auto put = [&at](const void* value, size_t n) {
+    if (n == 0) return;  // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(at, value, n);
     at += n;
   };
