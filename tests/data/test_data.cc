@@ -215,30 +215,25 @@ TEST(SequenceSampler, OffsetsInRangeAndSpread) {
   }
 }
 
-TEST(SequenceSampler, FillMatchesRawTokens) {
+TEST(SequenceSampler, WindowMatchesRawTokens) {
   std::vector<int32_t> tokens = iota_tokens(3000);
   for (auto& t : tokens) t = (t * 37 + 11) % 256;
   const int64_t seq = 32, count = 9, first = 5;
   SequenceSampler sampler(static_cast<int64_t>(tokens.size()), seq, 99, "train");
-  std::vector<int64_t> inputs(count * seq, -1), targets(count * seq, -1);
-  sampler.fill(tokens, first, count, inputs.data(), targets.data());
+  std::vector<int32_t> window(seq + 1, -1);
   for (int64_t r = 0; r < count; ++r) {
+    sampler.window(tokens, first + r, window.data());
     int64_t s = sampler.start(first + r);
-    for (int64_t t = 0; t < seq; ++t) {
-      EXPECT_EQ(inputs[r * seq + t], tokens[static_cast<size_t>(s + t)]);
-      EXPECT_EQ(targets[r * seq + t], tokens[static_cast<size_t>(s + t + 1)]);
-    }
+    for (int64_t t = 0; t <= seq; ++t) EXPECT_EQ(window[static_cast<size_t>(t)], tokens[static_cast<size_t>(s + t)]);
   }
-  // The last possible window's final target is the last token: no read past the end.
+  // The last possible window ends at the last token: no read past the end.
   SequenceSampler tight(static_cast<int64_t>(tokens.size()), 2999, 0, "train");
-  std::vector<int64_t> in(2999), out(2999);
-  tight.fill(tokens, 0, 1, in.data(), out.data());
-  EXPECT_EQ(out.back(), tokens.back());
-  EXPECT_EQ(in.front(), tokens.front());
-  // count 0 touches nothing.
-  sampler.fill(tokens, 0, 0, nullptr, nullptr);
+  std::vector<int32_t> whole(3000);
+  tight.window(tokens, 0, whole.data());
+  EXPECT_EQ(whole.back(), tokens.back());
+  EXPECT_EQ(whole.front(), tokens.front());
   // A token vector of another size is a caller mistake.
-  EXPECT_THROW(sampler.fill(iota_tokens(100), 0, 1, in.data(), out.data()), Error);
+  EXPECT_THROW(sampler.window(iota_tokens(100), 0, window.data()), Error);
 }
 
 TEST(SequenceSampler, SeqLenTooLargeNamesKey) {
@@ -256,6 +251,15 @@ TEST(SequenceSampler, SeqLenTooLargeNamesKey) {
   EXPECT_THROW(SequenceSampler(1000, 8, 0, "train").start(-1), Error);
 }
 
+// Samples [first, first + count) of the order, back to back.
+std::vector<int32_t> windows(const SequenceSampler& sampler, const std::vector<int32_t>& tokens, int64_t first,
+                             int64_t count) {
+  const auto size = static_cast<size_t>(sampler.seq_len() + 1);
+  std::vector<int32_t> out(static_cast<size_t>(count) * size);
+  for (int64_t r = 0; r < count; ++r) sampler.window(tokens, first + r, out.data() + static_cast<size_t>(r) * size);
+  return out;
+}
+
 TEST(SequenceSampler, RankSlicesReproduceTheGlobalOrder) {
   std::vector<int32_t> tokens = iota_tokens(20000);
   const int64_t seq = 24;
@@ -264,19 +268,15 @@ TEST(SequenceSampler, RankSlicesReproduceTheGlobalOrder) {
     for (int64_t k : {1, 4, 7}) {
       for (int64_t step = 0; step < 3; ++step) {
         const int64_t base = step * dp * k;  // each step's global batch follows the last
-        std::vector<int64_t> whole_in(dp * k * seq), whole_out(dp * k * seq);
-        sampler.fill(tokens, base, dp * k, whole_in.data(), whole_out.data());
-        std::vector<int64_t> sliced_in, sliced_out;
+        const std::vector<int32_t> whole = windows(sampler, tokens, base, dp * k);
+        std::vector<int32_t> sliced;
         for (int64_t r = 0; r < dp; ++r) {
           // A rank uses its own sampler, as it would in its own process.
           SequenceSampler rank_sampler(static_cast<int64_t>(tokens.size()), seq, 2024, "train");
-          std::vector<int64_t> in(k * seq), out(k * seq);
-          rank_sampler.fill(tokens, base + r * k, k, in.data(), out.data());
-          sliced_in.insert(sliced_in.end(), in.begin(), in.end());
-          sliced_out.insert(sliced_out.end(), out.begin(), out.end());
+          const std::vector<int32_t> mine = windows(rank_sampler, tokens, base + r * k, k);
+          sliced.insert(sliced.end(), mine.begin(), mine.end());
         }
-        EXPECT_EQ(sliced_in, whole_in) << "dp=" << dp << " k=" << k << " step=" << step;
-        EXPECT_EQ(sliced_out, whole_out) << "dp=" << dp << " k=" << k << " step=" << step;
+        EXPECT_EQ(sliced, whole) << "dp=" << dp << " k=" << k << " step=" << step;
       }
     }
   }

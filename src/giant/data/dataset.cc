@@ -32,10 +32,7 @@ class TextSamples final : public SampleSource {
  public:
   TextSamples(std::vector<int32_t> tokens, int64_t seq_len, uint64_t seed, const char* split)
       : tokens_(std::move(tokens)), sampler_(static_cast<int64_t>(tokens_.size()), seq_len, seed, split) {}
-  void sample(int64_t index, int32_t* tokens) const override {
-    const int32_t* window = tokens_.data() + sampler_.start(index);
-    std::copy(window, window + sampler_.seq_len() + 1, tokens);
-  }
+  void sample(int64_t index, int32_t* tokens) const override { sampler_.window(tokens_, index, tokens); }
   int64_t num_tokens() const override { return static_cast<int64_t>(tokens_.size()); }
 
  private:

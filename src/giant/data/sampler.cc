@@ -1,5 +1,6 @@
 #include "giant/data/sampler.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "giant/base/error.h"
@@ -45,23 +46,11 @@ int64_t SequenceSampler::start(int64_t index) const {
   }
 }
 
-void SequenceSampler::fill(const std::vector<int32_t>& tokens, int64_t first_index, int64_t count,
-                           int64_t* inputs, int64_t* targets) const {
+void SequenceSampler::window(const std::vector<int32_t>& tokens, int64_t index, int32_t* window) const {
   GIANT_CHECK(static_cast<int64_t>(tokens.size()) == num_tokens_, "sampler for ", split_name_,
               " was built for ", num_tokens_, " tokens, got ", tokens.size());
-  GIANT_CHECK(first_index >= 0 && count >= 0, "expected first_index >= 0 and count >= 0, got ",
-              first_index, " and ", count);
-  if (count == 0) return;
-  GIANT_CHECK(inputs != nullptr && targets != nullptr, "inputs and targets must not be null");
-  for (int64_t r = 0; r < count; ++r) {
-    const int32_t* window = tokens.data() + start(first_index + r);
-    int64_t* in = inputs + r * seq_len_;
-    int64_t* out = targets + r * seq_len_;
-    for (int64_t t = 0; t < seq_len_; ++t) {
-      in[t] = window[t];
-      out[t] = window[t + 1];
-    }
-  }
+  const int32_t* first = tokens.data() + start(index);
+  std::copy(first, first + seq_len_ + 1, window);
 }
 
 }  // namespace giant::data

@@ -23,11 +23,9 @@ class SequenceSampler {
   // Uniform over [0, num_tokens - seq_len - 1]; index >= 0.
   int64_t start(int64_t index) const;
 
-  // Fills count rows of seq_len token ids each (row-major):
-  // inputs[r][t] = tokens[start(first_index + r) + t], targets[r][t] = tokens[... + t + 1].
-  // tokens must hold num_tokens ids.
-  void fill(const std::vector<int32_t>& tokens, int64_t first_index, int64_t count,
-            int64_t* inputs, int64_t* targets) const;
+  // Copies sample `index`'s seq_len + 1 ids, tokens[start(index) ...], into
+  // window. tokens must hold num_tokens ids.
+  void window(const std::vector<int32_t>& tokens, int64_t index, int32_t* window) const;
 
   int64_t seq_len() const { return seq_len_; }
   int64_t num_tokens() const { return num_tokens_; }
