@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/support/files.h"
 #include "giant/base/error.h"
 #include "giant/base/utf8.h"
 #include "giant/data/bpe_training.h"
@@ -28,19 +29,8 @@ const std::string kGiant = std::string(GIANT_BINARY_DIR) + "/giant";
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary);
-  out << contents;
-  ASSERT_TRUE(out) << path;
-}
+using test::read_file;
+using test::write_file;
 
 // A path under the test's temporary directory that does not exist yet.
 std::string fresh_path(const std::string& name) {

@@ -17,9 +17,9 @@
 namespace giant::data {
 namespace {
 
-using test::read_bytes;
+using test::read_file;
 using test::TempFolder;
-using test::write_bytes;
+using test::write_file;
 
 constexpr size_t kSequences = 3;
 constexpr size_t kLengths = 34, kPointers = kLengths + 4 * kSequences, kDocuments = kPointers + 8 * kSequences;
@@ -116,8 +116,8 @@ class CorruptIndex : public ::testing::Test {
     writer.add_document({});
     writer.add_document({4, 5, 6, 7, 8});
     writer.finish();
-    idx_ = read_bytes(prefix_ + ".idx");
-    bin_ = read_bytes(prefix_ + ".bin");
+    idx_ = read_file(prefix_ + ".idx");
+    bin_ = read_file(prefix_ + ".bin");
     ASSERT_EQ(idx_.size(), kDocuments + 8 * 4);
     ASSERT_EQ(bin_.size(), 16u);
   }
@@ -143,8 +143,8 @@ TEST_F(CorruptIndex, EveryFieldIsRefusedNamingTheFileAndTheField) {
     SCOPED_TRACE(corruption.name);
     std::string idx = idx_, bin = bin_;
     corruption.corrupt(idx, bin);
-    write_bytes(prefix_ + ".idx", idx);
-    write_bytes(prefix_ + ".bin", bin);
+    write_file(prefix_ + ".idx", idx);
+    write_file(prefix_ + ".bin", bin);
     const std::string what = open_error();
     ASSERT_NE(what, "") << "opened";
     for (const std::string& part : corruption.expected) {

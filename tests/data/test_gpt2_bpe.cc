@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/support/files.h"
 #include "giant/base/error.h"
 #include "giant/base/utf8.h"
 #include "giant/data/byte_unicode.h"
@@ -39,19 +40,8 @@ bool is_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary);
-  out << contents;
-  ASSERT_TRUE(out) << path;
-}
+using test::read_file;
+using test::write_file;
 
 // A fresh folder under the test's temporary directory.
 std::string fresh_dir(const std::string& name) {

@@ -25,9 +25,9 @@ namespace giant::data {
 namespace {
 
 using test::python_read;
-using test::read_bytes;
+using test::read_file;
 using test::TempFolder;
-using test::write_bytes;
+using test::write_file;
 namespace fs = std::filesystem;
 
 const std::string kCorpus = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
@@ -99,13 +99,13 @@ void expect_only(const TempFolder& folder, std::vector<std::string> names) {
 
 TEST(Prepare, TextIsSplitIntoDocumentsAtEmptyLines) {
   TempFolder folder;
-  write_bytes(folder / "a.txt", "\n\nfirst line\nsecond\n\n\n\nthird\r\n\r\nfourth\n \nstill fourth");
+  write_file(folder / "a.txt", "\n\nfirst line\nsecond\n\n\n\nthird\r\n\r\nfourth\n \nstill fourth");
   const PrepareProgress done = prepare(options_for({folder / "a.txt"}, folder / "out"), ByteTokenizer());
   EXPECT_EQ(documents_of(folder / "out"),
             (std::vector<std::vector<int32_t>>{bytes_of("first line\nsecond\n"), bytes_of("third\r\n"),
                                                bytes_of("fourth\n \nstill fourth")}));
   EXPECT_EQ(done.documents, 3);
-  EXPECT_EQ(done.input_bytes_done, read_bytes(folder / "a.txt").size());
+  EXPECT_EQ(done.input_bytes_done, read_file(folder / "a.txt").size());
   EXPECT_EQ(done.input_bytes_total, done.input_bytes_done);
   EXPECT_EQ(IndexedDataset::open(folder / "out")->dtype(), TokenDtype::kUint16);
 }
@@ -113,7 +113,7 @@ TEST(Prepare, TextIsSplitIntoDocumentsAtEmptyLines) {
 TEST(Prepare, TheBundledCorpusIsOneDocumentAChapter) {
   TempFolder folder;
   const PrepareProgress done = prepare(options_for({kCorpus}, folder / "kjv"), ByteTokenizer());
-  const std::string text = read_bytes(kCorpus);
+  const std::string text = read_file(kCorpus);
   EXPECT_EQ(done.documents, 1189);  // 1188 empty lines between 1189 chapters
   EXPECT_EQ(done.tokens, static_cast<int64_t>(text.size()) - 1188);
   const auto documents = documents_of(folder / "kjv");
@@ -126,9 +126,9 @@ TEST(Prepare, TheBundledCorpusIsOneDocumentAChapter) {
 
 TEST(Prepare, JsonLinesTakeTheTextUnderTheKey) {
   TempFolder folder;
-  write_bytes(folder / "a.jsonl",
+  write_file(folder / "a.jsonl",
               "{\"text\": \"one\", \"id\": 1}\n\n  \n{\"id\": 2, \"text\": \"t\\u00e9\\n\"}\n{\"text\": \"\"}\n{\"text\":\"last\"}");
-  write_bytes(folder / "b.json", "{\"body\": \"other key\", \"text\": 5}\n");
+  write_file(folder / "b.json", "{\"body\": \"other key\", \"text\": 5}\n");
   prepare(options_for({folder / "a.jsonl"}, folder / "a"), ByteTokenizer());
   EXPECT_EQ(documents_of(folder / "a"), (std::vector<std::vector<int32_t>>{bytes_of("one"), bytes_of("t\xc3\xa9\n"),
                                                                            {}, bytes_of("last")}));
@@ -148,10 +148,10 @@ TEST(Prepare, BadJsonLinesAreNamedByFileAndLineAndLeaveNoOutput) {
       {"{\"text\": \"unterminated}", "bad.jsonl:2: not valid JSON"},
       {"\"just a string\"", "bad.jsonl:2: a string, not an object"},
   };
-  write_bytes(folder / "good.txt", "fine\n");
+  write_file(folder / "good.txt", "fine\n");
   for (const auto& [line, expected] : cases) {
     SCOPED_TRACE(line);
-    write_bytes(folder / "bad.jsonl", "{\"text\": \"ok\"}\n" + line + "\n{\"text\": \"after\"}\n");
+    write_file(folder / "bad.jsonl", "{\"text\": \"ok\"}\n" + line + "\n{\"text\": \"after\"}\n");
     for (const int workers : {1, 2}) {
       PrepareOptions options = options_for({folder / "good.txt", folder / "bad.jsonl"}, folder / "out");
       options.workers = workers;
@@ -164,7 +164,7 @@ TEST(Prepare, BadJsonLinesAreNamedByFileAndLineAndLeaveNoOutput) {
 
 TEST(Prepare, AppendEodEndsEachDocumentAndWideVocabulariesGetInt32) {
   TempFolder folder;
-  write_bytes(folder / "a.txt", "ab\n\ncd\n");
+  write_file(folder / "a.txt", "ab\n\ncd\n");
   PrepareOptions options = options_for({folder / "a.txt"}, folder / "wide");
   options.append_eod = true;
   const WideTokenizer wide;
@@ -182,7 +182,7 @@ TEST(Prepare, AppendEodEndsEachDocumentAndWideVocabulariesGetInt32) {
 
 TEST(Prepare, AppendEodWithoutAnEndOfDocumentTokenIsAConfigError) {
   TempFolder folder;
-  write_bytes(folder / "a.txt", "ab\n");
+  write_file(folder / "a.txt", "ab\n");
   PrepareOptions options = options_for({folder / "a.txt"}, folder / "out");
   options.append_eod = true;
   const std::string what = prepare_error<ConfigError>(options, ByteTokenizer());
@@ -196,7 +196,7 @@ TEST(Prepare, TheOutputIsTheSameBytesForOneTwoAndThreeWorkers) {
   // (batches cut by size), with a tokenizer that delays some documents.
   std::string lines;
   for (int i = 0; i < 10000; ++i) lines += "{\"text\": \"document " + std::to_string(i * 7919 % 10007) + "\"}\n";
-  write_bytes(folder / "many.jsonl", lines);
+  write_file(folder / "many.jsonl", lines);
   std::string first_bin, first_idx;
   for (const int workers : {1, 2, 3}) {
     SCOPED_TRACE(workers);
@@ -207,19 +207,19 @@ TEST(Prepare, TheOutputIsTheSameBytesForOneTwoAndThreeWorkers) {
     const PrepareProgress done = prepare(options, WideTokenizer(/*jitter=*/true));
     EXPECT_EQ(done.documents, 2 * 1189 + 10000);
     if (workers == 1) {
-      first_bin = read_bytes(prefix + ".bin");
-      first_idx = read_bytes(prefix + ".idx");
+      first_bin = read_file(prefix + ".bin");
+      first_idx = read_file(prefix + ".idx");
       continue;
     }
-    EXPECT_TRUE(read_bytes(prefix + ".bin") == first_bin);
-    EXPECT_TRUE(read_bytes(prefix + ".idx") == first_idx);
+    EXPECT_TRUE(read_file(prefix + ".bin") == first_bin);
+    EXPECT_TRUE(read_file(prefix + ".idx") == first_idx);
   }
 }
 
 TEST(Prepare, TheIndependentReaderReadsWhatItWrites) {
   TempFolder folder;
-  write_bytes(folder / "a.txt", "alpha\nbeta\n\ngamma\n");
-  write_bytes(folder / "b.jsonl", "{\"text\": \"delta\"}\n");
+  write_file(folder / "a.txt", "alpha\nbeta\n\ngamma\n");
+  write_file(folder / "b.jsonl", "{\"text\": \"delta\"}\n");
   PrepareOptions options = options_for({folder / "a.txt", folder / "b.jsonl"}, folder / "out");
   options.workers = 2;
   prepare(options, ByteTokenizer());
@@ -272,7 +272,7 @@ TEST(Prepare, AStopLeavesNoOutput) {
 
 TEST(Prepare, UnreadableInputsAndBadOptionsFailBeforeAnyOutput) {
   TempFolder folder;
-  write_bytes(folder / "a.txt", "ab\n");
+  write_file(folder / "a.txt", "ab\n");
   const std::string missing = prepare_error<FormatError>(options_for({folder / "a.txt", folder / "none.txt"}, folder / "out"),
                                                          ByteTokenizer());
   EXPECT_NE(missing.find(folder / "none.txt" + ": cannot open: No such file or directory"), std::string::npos) << missing;
@@ -298,7 +298,7 @@ TEST(Prepare, Gpt2WithAppendEod) {
   const std::unique_ptr<Tokenizer> gpt2 = make_tokenizer(std::string("gpt2:") + GIANT_GPT2_REFERENCE_DIR);
   ASSERT_EQ(gpt2->end_of_document(), 50256);
   TempFolder folder;
-  write_bytes(folder / "a.jsonl", "{\"text\": \"Hello world\"}\n{\"text\": \"It's 2024, isn't it?\"}\n");
+  write_file(folder / "a.jsonl", "{\"text\": \"Hello world\"}\n{\"text\": \"It's 2024, isn't it?\"}\n");
   std::string first_bin;
   for (const int workers : {1, 2}) {
     const std::string prefix = folder / ("w" + std::to_string(workers));
@@ -313,8 +313,8 @@ TEST(Prepare, Gpt2WithAppendEod) {
     EXPECT_EQ(documents[0], hello);
     EXPECT_EQ(documents[1].back(), 50256);
     EXPECT_EQ(IndexedDataset::open(prefix)->dtype(), TokenDtype::kUint16);
-    if (workers == 1) first_bin = read_bytes(prefix + ".bin");
-    if (workers == 2) EXPECT_TRUE(read_bytes(prefix + ".bin") == first_bin);
+    if (workers == 1) first_bin = read_file(prefix + ".bin");
+    if (workers == 2) EXPECT_TRUE(read_file(prefix + ".bin") == first_bin);
   }
 }
 #endif
@@ -324,7 +324,7 @@ TEST(DocumentReader, CountsLinesAndBytesAcrossChunks) {
   std::string text;
   for (int i = 0; i < 30000; ++i) text += "line " + std::to_string(i) + (i % 3 == 2 ? "\n\n" : "\n");
   text += std::string(3 << 20, 'x') + "\n";  // a line longer than a chunk
-  write_bytes(folder / "t.txt", text);
+  write_file(folder / "t.txt", text);
   DocumentReader reader(folder / "t.txt", InputFormat::kText);
   Record record;
   ASSERT_TRUE(reader.next(record));

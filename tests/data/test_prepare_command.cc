@@ -28,7 +28,7 @@ namespace {
 
 using test::python_read;
 using test::TempFolder;
-using test::write_bytes;
+using test::write_file;
 namespace fs = std::filesystem;
 
 const std::string kGiant = std::string(GIANT_BINARY_DIR) + "/giant";
@@ -83,7 +83,7 @@ TEST_F(PrepareCommand, TheBundledCorpusWithTwoWorkers) {
 }
 
 TEST_F(PrepareCommand, BadFlagsExitTwoWithAMessage) {
-  write_bytes(folder_ / "a.txt", "ab\n");
+  write_file(folder_ / "a.txt", "ab\n");
   const std::string input = " --input " + folder_ / "a.txt";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {input + " --tokenizer byte", "--output is required"},
@@ -110,8 +110,8 @@ TEST_F(PrepareCommand, BadFlagsExitTwoWithAMessage) {
 }
 
 TEST_F(PrepareCommand, BadInputExitsTwoNamingTheFileAndLeavesNoOutput) {
-  write_bytes(folder_ / "a.txt", "ab\n");
-  write_bytes(folder_ / "b.jsonl", "{\"text\": \"x\"}\n{\"id\": 1}\n");
+  write_file(folder_ / "a.txt", "ab\n");
+  write_file(folder_ / "b.jsonl", "{\"text\": \"x\"}\n{\"id\": 1}\n");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {folder_ / "a.txt" + " " + folder_ / "missing.txt", folder_ / "missing.txt" + ": cannot open: No such file"},
       {folder_ / "a.txt" + " " + folder_ / "b.jsonl", folder_ / "b.jsonl" + ":2: no 'text' key"},
@@ -149,7 +149,7 @@ class PipedPrepare {
       if (feed_ >= 0 || errno != ENXIO || ::waitpid(pid_, nullptr, WNOHANG) != 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    EXPECT_GE(feed_, 0) << "giant did not open its input: " << test::read_bytes(log_);
+    EXPECT_GE(feed_, 0) << "giant did not open its input: " << test::read_file(log_);
     if (feed_ >= 0) {
       EXPECT_EQ(::fcntl(feed_, F_SETFL, 0), 0);
     }
@@ -177,7 +177,7 @@ class PipedPrepare {
     if (::waitpid(pid_, &status, 0) != pid_) return result;
     pid_ = 0;
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    result.output = test::read_bytes(log_);
+    result.output = test::read_file(log_);
     return result;
   }
 

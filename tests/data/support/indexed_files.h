@@ -1,5 +1,5 @@
-// Test support for .bin/.idx files: a temporary folder, whole-file reads and
-// writes, and the independent python3 + numpy writer and reader
+// Test support for .bin/.idx files: a temporary folder (whole-file reads and
+// writes in files.h), and the independent python3 + numpy writer and reader
 // (support/megatron_index.py, Debian's /usr/bin/python3).
 #pragma once
 
@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "data/support/files.h"
 
 namespace giant::data::test {
 
@@ -35,18 +37,6 @@ class TempFolder {
  private:
   std::filesystem::path path_;
 };
-
-inline std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-inline void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
 
 inline std::string megatron_index_script() {
   return "/usr/bin/python3 " + std::string(GIANT_SOURCE_DIR) + "/tests/data/support/megatron_index.py";
