@@ -5,7 +5,7 @@
 
 #include "giant/base/timer.h"
 #include "giant/models/gpt.h"
-#include "giant/parallel/data_parallel/gradient_reducer.h"
+#include "giant/parallel/data_parallel/gradient_sync.h"
 
 namespace giant::train {
 

@@ -6,7 +6,7 @@
 #include "giant/base/timer.h"
 #include "giant/ccl/communicator.h"
 #include "giant/models/gpt.h"
-#include "giant/parallel/data_parallel/gradient_reducer.h"
+#include "giant/parallel/data_parallel/gradient_sync.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/train/precision_choice.h"
 

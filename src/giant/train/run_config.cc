@@ -185,7 +185,13 @@ void define_run_keys(Tunables& k) {
   k.define_bool("parallel.auto", false, "let the planner choose dp, tp and the micro-batch for the ranks started");
   k.define_string("parallel.cluster", "", "cluster file for parallel.auto (from giant plan --calibrate)");
   k.define_real("parallel.bucket_mb", 4, "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)");
-  k.define_int("parallel.zero", 1, "ZeRO stage: 1 shards the optimizer state and the update over the dp ranks, 0 keeps all of it on every one");
+  k.define_int("parallel.zero", 1,
+               "ZeRO stage over the dp ranks: 0 keeps everything on every rank, 1 shards the optimizer state, "
+               "2 also the gradients, 3 also the parameters (each layer gathered just before it runs)");
+  k.define_int("parallel.zero3_prefetch", 1, "ZeRO-3: layers whose parameter gather starts ahead of the one running");
+  k.define_bool("parallel.zero3_regather", true,
+                "ZeRO-3: gather a layer again for every micro-batch (false: keep it gathered through the step's "
+                "micro-batches, fewer gathers for more memory)");
 
   k.define_int("train.global_batch", 16, "sequences per optimizer step, over all dp ranks");
   k.define_int("train.micro_batch", 16, "sequences per micro-batch per dp rank");
@@ -220,6 +226,12 @@ void define_run_keys(Tunables& k) {
   k.define_string("train.grad_dtype", "fp32",
                   "dtype gradients accumulate over micro-batches and are averaged over dp in: fp32, "
                   "or the compute precision");
+  k.define_string("train.recompute", "none",
+                  "activation recomputation: none, selective (the attention core is recomputed in backward) or "
+                  "full (each block keeps only its input and runs its forward again in backward)");
+  k.define_real("train.memory_limit_gb", 0,
+                "memory a rank may use, in GiB (0: the device's); a run predicted not to fit is refused before "
+                "training, with what fits instead");
   k.define_string("train.loss_scaling", "auto", "auto (dynamic for fp16, off otherwise), dynamic or off");
   k.define_real("train.loss_scale_initial", 65536, "the dynamic loss scale's starting value");
   k.define_int("train.loss_scale_window", 1000, "steps without overflow before the loss scale doubles");
@@ -329,10 +341,14 @@ RunConfig run_config_from(const Tunables& k) {
   p.bucket_mb = k.get_real("parallel.bucket_mb");
   if (!(p.bucket_mb > 0)) throw ConfigError("parallel.bucket_mb", "must be positive");
   p.zero = k.get_int("parallel.zero");
-  if (p.zero != 0 && p.zero != 1) {
-    throw ConfigError("parallel.zero", "must be 0 or 1 (stages 2 and 3 are not implemented), got " +
-                                           std::to_string(p.zero));
+  if (p.zero < 0 || p.zero > 3) {
+    throw ConfigError("parallel.zero", "must be 0, 1, 2 or 3, got " + std::to_string(p.zero));
   }
+  p.zero3_prefetch = k.get_int("parallel.zero3_prefetch");
+  if (p.zero3_prefetch < 0) {
+    throw ConfigError("parallel.zero3_prefetch", "must not be negative, got " + std::to_string(p.zero3_prefetch));
+  }
+  p.zero3_regather = k.get_bool("parallel.zero3_regather");
   for (const char* key : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.virtual_stages"}) {
     if (k.get_int(key) < 1) {
       throw ConfigError(key, "must be at least 1, got " + std::to_string(k.get_int(key)));
@@ -358,6 +374,16 @@ RunConfig run_config_from(const Tunables& k) {
   t.eval_batches = k.get_int("train.eval_batches");
   t.threads = k.get_int("train.threads");
   t.retain_memory_mb = k.get_int("train.retain_memory_mb");
+  const std::string recompute = k.get_string("train.recompute");
+  if (recompute != "none" && recompute != "selective" && recompute != "full") {
+    throw ConfigError("train.recompute", "must be none, selective or full, got '" + recompute + "'");
+  }
+  t.recompute = planner::parse_recompute(recompute);
+  t.memory_limit_gb = k.get_real("train.memory_limit_gb");
+  if (!(t.memory_limit_gb >= 0)) {
+    throw ConfigError("train.memory_limit_gb", "must not be negative (0: the device's), got " +
+                                                   std::to_string(t.memory_limit_gb));
+  }
   t.max_bad_steps = k.get_int("train.max_bad_steps");
   t.out_dir = k.get_string("train.out_dir");
   t.trace = k.get_bool("train.trace");

@@ -12,6 +12,7 @@
 #include "giant/base/precision.h"
 #include "giant/base/tunables.h"
 #include "giant/models/gpt_config.h"
+#include "giant/planner/layout.h"
 
 namespace giant::train {
 
@@ -23,7 +24,9 @@ struct ParallelSettings {
   bool automatic = false;
   std::string cluster;  // parallel.auto's cluster file
   double bucket_mb = 4;
-  int64_t zero = 1;  // ZeRO stage: 0 or 1 (no effect with dp = 1)
+  int64_t zero = 1;  // ZeRO stage 0-3 (no effect with dp = 1)
+  int64_t zero3_prefetch = 1;
+  bool zero3_regather = true;
 };
 
 // How fp16 keeps small gradients from flushing to zero: the loss is scaled
@@ -50,6 +53,8 @@ struct TrainSettings {
   Precision precision = Precision::fp32;
   bool precision_auto = false;
   Precision grad_dtype = Precision::fp32;  // gradient accumulation and the dp reduction
+  planner::Recompute recompute = planner::Recompute::none;
+  double memory_limit_gb = 0;  // 0: the device's
   LossScaling loss_scaling = LossScaling::automatic;
   double loss_scale_initial = 0;
   int64_t loss_scale_window = 0, loss_scale_hysteresis = 0;

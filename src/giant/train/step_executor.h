@@ -14,7 +14,7 @@
 #include "giant/train/progress.h"
 
 namespace giant::parallel {
-class GradientReducer;
+class GradientSync;
 }
 
 namespace giant::train {
@@ -31,7 +31,7 @@ struct CommClock {
 struct StepParts {
   const MicroBatches* batches = nullptr;
   parallel::TensorParallelGroup tp;
-  parallel::GradientReducer* reducer = nullptr;  // null: the gradients stay in the parameters
+  parallel::GradientSync* reducer = nullptr;       // null: the gradients stay in the parameters
   std::vector<at::Tensor> parameters;            // this rank's (zeroed when there is no reducer)
   CommClock* clock = nullptr;
 };

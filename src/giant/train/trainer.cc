@@ -72,7 +72,7 @@ struct Trainer::State {
   std::unique_ptr<parallel::Mesh> mesh;  // with more than one rank; holds the world
   parallel::TensorParallelGroup tp;
   CommClock clock;
-  std::unique_ptr<parallel::GradientReducer> reducer;
+  std::unique_ptr<parallel::GradientSync> reducer;  // ZeRO 0-2: a GradientReducer; 3: ShardedParameters
   std::unique_ptr<data::Tokenizer> tokenizer;
   std::unique_ptr<MicroBatches> batches;
   StageModel model;
@@ -160,6 +160,10 @@ struct Trainer::State {
   // Each parameter's gradient as the update reads it (valid after backward).
   std::vector<at::Tensor> gradients() const {
     std::vector<at::Tensor> grads;
+    if (reducer && reducer->zero_stage() >= 2) {  // no whole gradient outlives its reduction
+      for (const auto& owned : reducer->owned_parameters()) grads.push_back(owned.grad());
+      return grads;
+    }
     for (size_t i = 0; i < parameters().size(); ++i) {
       grads.push_back(reducer ? reducer->grad_view(i) : parameters()[i].grad());
     }
@@ -300,15 +304,19 @@ void Trainer::State::build_reducer() {
   std::vector<size_t> alone;
   if (model.tied_index >= 0) alone.push_back(static_cast<size_t>(model.tied_index));
   if (mesh && c.parallel.dp > 1) {
-    reducer = std::make_unique<parallel::GradientReducer>(model.parameters, mesh->dp_grads(), bucket_bytes,
-                                                          c.parallel.zero == 1, grad_dtype, alone);
+    if (c.parallel.zero == 3) {
+      throw ConfigError("parallel.zero", "ZeRO stage 3 is not implemented yet");
+    }
+    auto buckets = std::make_unique<parallel::GradientReducer>(model.parameters, mesh->dp_grads(), bucket_bytes,
+                                                               static_cast<int>(c.parallel.zero), grad_dtype, alone);
+    if (buckets->shards_optimizer()) {
+      parallel::wait_for_parameters_layer_by_layer(*buckets, model.chunks, model.parameters,
+                                                   &clock.parameter_wait_s);
+    }
+    reducer = std::move(buckets);
   } else if (mixed_precision()) {
     // One replica: the buckets only accumulate the micro-batches in grad_dtype.
     reducer = std::make_unique<parallel::GradientReducer>(model.parameters, bucket_bytes, grad_dtype);
-  }
-  if (sharded()) {
-    parallel::wait_for_parameters_layer_by_layer(*reducer, model.chunks, model.parameters,
-                                                 &clock.parameter_wait_s);
   }
 }
 

@@ -30,7 +30,9 @@ struct TrainHooks {
   // gradient as the update will read it (with mixed precision, in
   // train.grad_dtype, multiplied by the loss scale when there is one). With
   // parallel.zero=1 (the default) and dp > 1 only the rank's own blocks hold
-  // the average over the replicas.
+  // the average over the replicas. With parallel.zero=2 or 3 and dp > 1
+  // they are instead the gradients of the stretches this rank updates
+  // (updated_tensors()' order), since no whole gradient outlives its reduction.
   std::function<void(int64_t step, const std::vector<at::Tensor>& gradients)> after_backward;
 };
 

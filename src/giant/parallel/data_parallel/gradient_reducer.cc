@@ -35,23 +35,25 @@ at::Tensor GradientReducer::bucket_storage(int64_t elements, const at::TensorOpt
 }
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
-                                 int64_t bucket_bytes, bool shard_optimizer,
+                                 int64_t bucket_bytes, int zero_stage,
                                  c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
-    : GradientReducer(std::move(parameters), &comm, bucket_bytes, shard_optimizer, grad_dtype, alone) {}
+    : GradientReducer(std::move(parameters), &comm, bucket_bytes, zero_stage, grad_dtype, alone) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes,
                                  at::ScalarType grad_dtype)
-    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, false, grad_dtype, {}) {}
+    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, 0, grad_dtype, {}) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm,
-                                 int64_t bucket_bytes, bool shard_optimizer,
+                                 int64_t bucket_bytes, int zero_stage,
                                  c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
     : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()),
       grad_views_(parameters_.size()),
-      shard_optimizer_(shard_optimizer),
       other_dtype_(parameters_.size()),
-      view_has_step_(parameters_.size()) {
+      view_has_step_(parameters_.size()),
+      zero_stage_(zero_stage),
+      shard_optimizer_(zero_stage >= 1) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
+  GIANT_CHECK(zero_stage_ >= 0 && zero_stage_ <= 2, "GradientReducer runs ZeRO stages 0-2, not ", zero_stage_);
   GIANT_CHECK(comm_ != nullptr || !shard_optimizer_, "a sharded optimizer needs a communicator");
   const int ranks = comm_ ? comm_->size() : 1;
   // Group by dtype and device too: a bucket is one flat tensor.
@@ -253,5 +255,14 @@ double GradientReducer::finish() {
   }
   return watch.seconds();
 }
+
+const at::Tensor& GradientReducer::grad_view(size_t parameter) const {
+  GIANT_CHECK(zero_stage_ < 2, "at ZeRO stage 2 no whole gradient outlives its reduction (read owned_parameters())");
+  return grad_views_.at(parameter);
+}
+
+HeldBytesReport GradientReducer::held_bytes() const { return held_; }
+
+void GradientReducer::reset_peaks() { held_.peak = held_.now; }
 
 }  // namespace giant::parallel

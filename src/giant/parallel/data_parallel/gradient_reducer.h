@@ -42,6 +42,7 @@
 
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/work.h"
+#include "giant/parallel/data_parallel/gradient_sync.h"
 
 namespace torch::autograd {
 struct Node;
@@ -49,7 +50,7 @@ struct Node;
 
 namespace giant::parallel {
 
-class GradientReducer {
+class GradientReducer : public GradientSync {
  public:
   // Parameters are bucketed in reverse order (the order backward produces
   // their gradients), each bucket up to bucket_bytes (at least one parameter).
@@ -57,8 +58,9 @@ class GradientReducer {
   // `alone`: parameters that get a bucket of their own (a weight tied
   // across pipeline stages: sharded, its blocks then cover the same
   // elements on every stage holding it).
+  // zero_stage: 0 (replicated), 1 (sharded optimizer) or 2 (and gradients).
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes,
-                  bool shard_optimizer = false, c10::optional<at::ScalarType> grad_dtype = c10::nullopt,
+                  int zero_stage = 0, c10::optional<at::ScalarType> grad_dtype = c10::nullopt,
                   const std::vector<size_t>& alone = {});
   // One replica: gradients accumulate in grad_dtype buckets, nothing is reduced.
   GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes, at::ScalarType grad_dtype);
@@ -68,46 +70,48 @@ class GradientReducer {
 
   // Clears every gradient (undefined until backward or finish(), which
   // leaves every one a view of its bucket again: zero where none came).
-  void zero_grad();
+  void zero_grad() override;
   // Call before each micro-batch's backward: only the last one's gradients
   // are reduced (earlier ones just accumulate locally).
-  void begin_micro_batch(bool last);
+  void begin_micro_batch(bool last) override;
   // Launches the buckets not launched yet and waits for all (and for a
   // parameter gather still in flight, so the update may start); afterwards every
   // gradient is the average over the ranks (sharded: those of the owned
   // stretches; the rest keep this rank's own). Returns the seconds it waited.
-  double finish();
+  double finish() override;
 
-  size_t num_buckets() const { return buckets_.size(); }
-  bool shards_optimizer() const { return shard_optimizer_; }
+  size_t num_buckets() const override { return buckets_.size(); }
+  int zero_stage() const override { return zero_stage_; }
   // Sharded: the stretches of parameters in this rank's blocks, flat views of
   // the parameters' data whose .grad() is the matching stretch of gradient,
   // and which parameter each comes from. Empty otherwise.
-  const std::vector<at::Tensor>& owned_parameters() const { return owned_; }
-  const std::vector<size_t>& owned_parameter_source() const { return owned_source_; }
+  const std::vector<at::Tensor>& owned_parameters() const override { return owned_; }
+  const std::vector<size_t>& owned_parameter_source() const override { return owned_source_; }
   // Where each stretch starts in its parameter (elements, row-major).
-  const std::vector<int64_t>& owned_parameter_offset() const { return owned_offset_; }
+  const std::vector<int64_t>& owned_parameter_offset() const override { return owned_offset_; }
   // Parameter p's gradient in its bucket (the bucket's dtype): after
   // finish(), the one the update reads (sharded: only this rank's blocks
   // hold the average).
-  const at::Tensor& grad_view(size_t parameter) const { return grad_views_.at(parameter); }
+  const at::Tensor& grad_view(size_t parameter) const override;
   // Sharded: after the owned stretches were updated, every rank's parameters
   // again hold the whole update (collective; a no-op when not sharded).
   void gather_parameters();
   // The same gather, started and not waited for. Until it is waited for
   // (below, or by finish() before the next update may start), parameters
   // may be read only up to what wait_parameters_through() returned for.
-  void gather_parameters_async();
+  void gather_parameters_async() override;
   // Waits until parameters 0..p (in the constructor's order) hold the whole
   // update; wait_parameters() waits for all. They return the seconds waited.
   double wait_parameters_through(size_t parameter);
-  double wait_parameters();
+  double wait_parameters() override;
+  HeldBytesReport held_bytes() const override;
+  void reset_peaks() override;
   // Called by the hooks, once a parameter's gradient is accumulated.
   void mark_ready(size_t parameter);
 
  private:
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm, int64_t bucket_bytes,
-                  bool shard_optimizer, c10::optional<at::ScalarType> grad_dtype,
+                  int zero_stage, c10::optional<at::ScalarType> grad_dtype,
                   const std::vector<size_t>& alone);
   struct Bucket {
     at::Tensor buffer;
@@ -144,7 +148,9 @@ class GradientReducer {
   std::vector<int64_t> owned_offset_;
   std::vector<bool> other_dtype_;     // the parameter's dtype is not its bucket's
   std::vector<bool> view_has_step_;   // the view holds this step's gradient (since zero_grad)
-  const bool shard_optimizer_;
+  const int zero_stage_;
+  const bool shard_optimizer_;  // stage 1 or 2
+  HeldBytesReport held_;
   size_t next_launch_ = 0;
   bool last_micro_batch_ = true;
 };

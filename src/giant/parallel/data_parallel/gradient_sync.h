@@ -1,0 +1,74 @@
+// What the step executors and the trainer need from data parallelism, whatever
+// the ZeRO stage: gradients gathered over micro-batches and reduced over the
+// dp ranks, and (sharded) the stretches of the parameters this rank updates.
+//
+// GradientReducer implements stages 0-2 (whole parameters on every rank);
+// ShardedParameters stage 3 (each rank keeps its shard of every parameter,
+// layers gathered just before they run).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace giant::parallel {
+
+// Bytes a data-parallel engine holds, by kind, now and at most since the last
+// reset_peaks(). parameters: the model's tensors in the compute dtype
+// (ZeRO-3: the shards plus the layers gathered at the moment); gradients:
+// where gradients accumulate and are reduced into (ZeRO-2/3: the owned
+// shards); comm_buffers: staging for reductions and gathers that is not
+// itself gradient or parameter storage (ZeRO-2/3's per-bucket buffers).
+struct HeldBytes {
+  int64_t parameters = 0, gradients = 0, comm_buffers = 0;
+  int64_t total() const { return parameters + gradients + comm_buffers; }
+};
+
+struct HeldBytesReport {
+  HeldBytes now, peak;
+};
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+
+  // Clears every gradient for a new step.
+  virtual void zero_grad() = 0;
+  // Before each micro-batch's backward (`last`: the step's last one).
+  virtual void begin_micro_batch(bool last) = 0;
+  // Finishes the step's reductions (and any gather still in flight, so the
+  // update may start). Returns the seconds it waited.
+  virtual double finish() = 0;
+
+  // The ZeRO stage the engine runs (0-3).
+  virtual int zero_stage() const = 0;
+  bool shards_optimizer() const { return zero_stage() >= 1; }
+  // Stages 1-3: the stretches of parameters this rank updates, flat tensors
+  // whose .grad() is the reduced gradient of the stretch; which parameter
+  // each comes from and where it starts in it (elements, row-major). Empty
+  // at stage 0.
+  virtual const std::vector<at::Tensor>& owned_parameters() const = 0;
+  virtual const std::vector<size_t>& owned_parameter_source() const = 0;
+  virtual const std::vector<int64_t>& owned_parameter_offset() const = 0;
+  // Stages 0 and 1: parameter p's whole gradient as the update reads it
+  // (only this rank's blocks hold the average at stage 1). An Error at
+  // stages 2 and 3, where no whole gradient outlives its reduction.
+  virtual const at::Tensor& grad_view(size_t parameter) const = 0;
+
+  // After the owned stretches were updated: stages 1 and 2 start gathering
+  // the update into every rank's whole parameters (waited for by the
+  // next forward layer by layer, or wait_parameters()); stage 3 has
+  // nothing to gather until a layer runs.
+  virtual void gather_parameters_async() = 0;
+  // Waits for whatever gather is in flight; the seconds waited.
+  virtual double wait_parameters() = 0;
+
+  // How many units the gradients are reduced in (buckets or layers).
+  virtual size_t num_buckets() const = 0;
+  virtual HeldBytesReport held_bytes() const = 0;
+  virtual void reset_peaks() = 0;
+};
+
+}  // namespace giant::parallel
