@@ -64,7 +64,9 @@ TEST(RunConfig, BadInputNamesTheKey) {
   EXPECT_EQ(error_key(set({"train.retain_memory_mb=-1"})), "train.retain_memory_mb");
   EXPECT_EQ(error_key(set({"train.retain_memory_mb=4096"})), "train.retain_memory_mb");
   EXPECT_EQ(error_key(set({"parallel.schedule=zigzag"})), "parallel.schedule");
-  EXPECT_EQ(error_key(set({"parallel.zero=2"})), "parallel.zero");
+  EXPECT_EQ(error_key(set({"parallel.zero=4"})), "parallel.zero");
+  EXPECT_EQ(error_key(set({"parallel.zero3_prefetch=-1"})), "parallel.zero3_prefetch");
+  EXPECT_EQ(error_key(set({"train.memory_limit_gb=-1"})), "train.memory_limit_gb");
   EXPECT_EQ(error_key(set({"parallel.zero=-1"})), "parallel.zero");
   EXPECT_EQ(error_key(set({"model.activation=relu"})), "model.activation");
   EXPECT_EQ(error_key(set({"train.min_lr=1.0", "train.lr=0.1"})), "train.min_lr");
