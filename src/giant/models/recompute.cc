@@ -60,7 +60,8 @@ class Recomputed : public torch::autograd::Function<Recomputed> {
       }
       set_generator_state(now);
     }
-    GIANT_CHECK(output.requires_grad(), "a recomputed function's output does not depend on anything that needs a gradient");
+    GIANT_CHECK(output.requires_grad(),
+                "a recomputed function's output does not depend on anything that needs a gradient");
     torch::autograd::backward({output}, {output_grads.at(0)});
     return {input.grad(), at::Tensor()};
   }
