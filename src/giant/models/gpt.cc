@@ -8,7 +8,7 @@
 
 namespace giant::models {
 
-parallel::LayerList gpt_layer_list(const GptConfig& config) {
+parallel::LayerList gpt_layer_list(const GptConfig& config, planner::Recompute recompute) {
   config.validate();
   parallel::LayerList list;
   // Counts are of the unsplit layers.
@@ -18,8 +18,8 @@ parallel::LayerList gpt_layer_list(const GptConfig& config) {
             }});
   for (int64_t i = 0; i < config.layers; ++i) {
     list.add({"block." + std::to_string(i), "GptBlock", config.block_parameter_count(),
-              [config](const parallel::LayerContext& c) {
-                return torch::nn::AnyModule(GptBlock(config, c));
+              [config, recompute](const parallel::LayerContext& c) {
+                return torch::nn::AnyModule(GptBlock(config, c, recompute));
               }});
   }
   list.add({"final_norm", "GptFinalNorm", config.final_norm_parameter_count(), [config](const parallel::LayerContext& c) {

@@ -9,6 +9,7 @@
 #include "giant/models/attention.h"
 #include "giant/models/kv_cache.h"
 #include "giant/models/layer_norm.h"
+#include "giant/models/recompute.h"
 #include "giant/parallel/tensor_collectives.h"
 
 namespace giant::models {
@@ -43,10 +44,12 @@ torch::Tensor GptEmbeddingImpl::forward_from(const torch::Tensor& tokens, int64_
   return wte_->forward(tokens) + wpe_.narrow(0, first_position, seq);
 }
 
-GptBlockImpl::GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context)
+GptBlockImpl::GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context,
+                           planner::Recompute recompute)
     : hidden_(config.hidden),
       local_heads_(config.heads / context.tp().size),
       dropout_(config.dropout),
+      recompute_(recompute),
       gelu_approximation_(config.activation == Activation::gelu_tanh ? "tanh" : "none") {
   const int64_t h = config.hidden, f = config.ffn_size();
   const double std = config.init_std;
@@ -66,9 +69,21 @@ GptBlockImpl::GptBlockImpl(const GptConfig& config, const parallel::LayerContext
 
 torch::Tensor GptBlockImpl::forward(torch::Tensor x) {
   const bool training = is_training();
-  torch::Tensor a = layer_norm_fp32(x, hidden_, ln1_weight_, ln1_bias_);
-  a = causal_self_attention(qkv_->forward(a), local_heads_, dropout_, training);
-  x = x + maybe_dropout(proj_->forward(a), dropout_, training);
+  if (training && recompute_ == planner::Recompute::full) {
+    return recompute([this](const torch::Tensor& input) { return forward_with(input, true, false); }, x);
+  }
+  return forward_with(x, training, training && recompute_ == planner::Recompute::selective);
+}
+
+torch::Tensor GptBlockImpl::forward_with(const torch::Tensor& input, bool training, bool recompute_attention) {
+  torch::Tensor a = layer_norm_fp32(input, hidden_, ln1_weight_, ln1_bias_);
+  const int64_t heads = local_heads_;
+  const double dropout = dropout_;
+  auto attention = [heads, dropout, training](const torch::Tensor& qkv) {
+    return causal_self_attention(qkv, heads, dropout, training);
+  };
+  a = recompute_attention ? recompute(attention, qkv_->forward(a)) : attention(qkv_->forward(a));
+  torch::Tensor x = input + maybe_dropout(proj_->forward(a), dropout_, training);
   return x + maybe_dropout(mlp(x), dropout_, training);
 }
 

@@ -8,6 +8,7 @@
 #include "giant/models/gpt_config.h"
 #include "giant/parallel/layer_list.h"
 #include "giant/parallel/tensor_parallel/layers.h"
+#include "giant/planner/layout.h"
 
 namespace giant::models {
 
@@ -36,9 +37,17 @@ TORCH_MODULE(GptEmbedding);
 // MLP's nonlinearity as model.activation says. Over tp, the heads and the
 // MLP's width are split (column- then row-parallel), one reduction per half
 // in each direction.
+//
+// `recompute` (train.recompute) trades compute for activation memory in
+// training: full keeps only the block's input and runs the whole forward
+// again in backward; selective keeps the projections' and MLP's activations
+// and recomputes only the attention core (softmax(q k^T / sqrt(d)) v and its
+// dropout, the s^2 part). The recomputation stays inside forward's own
+// graph node, so hooks on the block's output gradient run before it.
 class GptBlockImpl : public torch::nn::Module {
  public:
-  GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context);
+  GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context,
+               planner::Recompute recompute = planner::Recompute::none);
   torch::Tensor forward(torch::Tensor x);
   // A chunk of new positions after those in `cache` (which it extends), as
   // forward computes them in the whole sequence; without dropout.
@@ -46,9 +55,13 @@ class GptBlockImpl : public torch::nn::Module {
 
  private:
   torch::Tensor mlp(const torch::Tensor& x);  // fc2(activation(fc1(ln2(x))))
+  // The block as forward computes it, with `recompute_attention` choosing
+  // selective recomputation of the attention core.
+  torch::Tensor forward_with(const torch::Tensor& x, bool training, bool recompute_attention);
 
   int64_t hidden_, local_heads_;
   double dropout_;
+  planner::Recompute recompute_;
   const char* gelu_approximation_;  // torch::gelu's: "none" (erf) or "tanh"
   torch::Tensor ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   parallel::ColumnParallelLinear qkv_{nullptr}, fc1_{nullptr};

@@ -6,6 +6,10 @@
 
 namespace giant::train {
 
+parallel::LayerList run_layer_list(const RunConfig& config) {
+  return models::gpt_layer_list(config.model, config.train.recompute);
+}
+
 planner::StageBounds partition_stages(const RunConfig& config, const parallel::LayerList& layers) {
   std::vector<planner::PartitionLayer> described;
   for (const auto& spec : layers.specs()) described.push_back({spec.type_name, spec.num_parameters});

@@ -26,6 +26,10 @@ struct StageModel {
   bool tied_copy = false;  // that weight is the head's copy (counted once, by the embedding)
 };
 
+// The run's layer list: the GPT of model.*, its blocks recomputing as
+// train.recompute says.
+parallel::LayerList run_layer_list(const RunConfig& config);
+
 // The stage bounds of the run's layer list (ConfigError naming
 // parallel.partition or parallel.pp when it cannot be cut).
 planner::StageBounds partition_stages(const RunConfig& config, const parallel::LayerList& layers);

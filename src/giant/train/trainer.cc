@@ -289,7 +289,7 @@ void Trainer::State::open_logs() {
 void Trainer::State::build_model() {
   // Drawn in fp32 whatever the precision: the masters start from the exact
   // initialisation, the same in every precision and layout.
-  const parallel::LayerList layers = models::gpt_layer_list(config.model);
+  const parallel::LayerList layers = run_layer_list(config);
   model = build_stage_model(config, layers, pp_rank(), tp);
   for (const auto& name : model.names) is_shard.push_back(parallel::is_tensor_parallel_shard(name));
   if (pipelined()) {
