@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -142,14 +143,14 @@ std::vector<PublishedRun> runs_of(const std::string& source) {
 // 2240): exposed gathers and reduce-scatters as the compute to hide them
 // behind shrinks. Without them the prediction stays flat (within 10%).
 TEST(EvalRuns, ZeroThreeThroughputFallsWithTheGpuCountAtAFixedGlobalBatch) {
-  const auto runs = runs_of("narayanan-2021-table2-zero3");
+  const auto runs = runs_of("narayanan-2021-zero3");
   ASSERT_EQ(runs.size(), 6u);
   std::vector<double> predicted;
   for (const auto& run : runs) {
     const RunPrediction p = predict_run(run, {});
     EXPECT_TRUE(p.memory_fits) << "row " << run.row;
     EXPECT_EQ(p.estimate.layout.zero, 3);
-    std::cout << "row " << run.row << " gpus=" << p.estimate.layout.devices() << " mb=" << p.estimate.layout.micro_batch
+    std::cout << std::setprecision(4) << "row " << run.row << " gpus=" << p.estimate.layout.devices() << " mb=" << p.estimate.layout.micro_batch
               << " published_tflops=" << *run.tflops_per_gpu << " predicted_tflops=" << p.tflops_per_gpu
               << " dp_comm_s=" << p.estimate.time.dp_comm_s << " step_s=" << p.iter_s << "\n";
     predicted.push_back(p.tflops_per_gpu);
@@ -178,7 +179,7 @@ TEST(EvalRuns, ThePublished176BRunFitsItsDevices) {
   EXPECT_EQ(p.estimate.layout.pp, 12);
   EXPECT_EQ(p.estimate.layout.dp, 8);
   EXPECT_LT(*p.relative_error, 0.25);
-  std::cout << "bloom predicted_tflops=" << p.tflops_per_gpu << " memory_gib=" << p.estimate.memory.total() / (1 << 30)
+  std::cout << std::setprecision(4) << "bloom predicted_tflops=" << p.tflops_per_gpu << " memory_gib=" << p.estimate.memory.total() / (1 << 30)
             << " layout=" << p.estimate.layout.describe() << "\n";
 }
 
