@@ -114,6 +114,76 @@ TEST(MemoryFormulas, PerDeviceWithoutPipeline) {
   EXPECT_DOUBLE_EQ(fp32.logits, 4 * 16 * 8);
 }
 
+TEST(MemoryFormulas, GiantsZeroEngineBuffers) {
+  const ModelSpec m = small_model();  // 872 parameters a layer
+  Layout l;
+  l.dp = 2;
+  ZeroEngine engine;
+  engine.bucket_bytes = 1000;
+  l.zero = 1;
+  EXPECT_DOUBLE_EQ(memory_per_device(m, l, kMixed, engine).comm_buffers, 0);
+  // ZeRO-2: two buckets staged (one filling, one reducing).
+  l.zero = 2;
+  EXPECT_DOUBLE_EQ(memory_per_device(m, l, kMixed, engine).comm_buffers, 2000);
+  // ZeRO-3: the running layer and one prefetched in bf16, one layer of fp32 gradient.
+  l.zero = 3;
+  MemoryBreakdown mem = memory_per_device(m, l, kMixed, engine);
+  EXPECT_DOUBLE_EQ(mem.comm_buffers, 2 * 872 * 2 + 872 * 4);
+  EXPECT_DOUBLE_EQ(mem.model_states, 1904 * 18 / 2.0);
+  EXPECT_DOUBLE_EQ(mem.total(), mem.model_states + mem.activations + mem.logits + mem.comm_buffers);
+  engine.zero3_prefetch = 0;
+  EXPECT_DOUBLE_EQ(memory_per_device(m, l, kMixed, engine).comm_buffers, 872 * 2 + 872 * 4);
+  // dp = 1: nothing is sharded, nothing gathered.
+  l.dp = 1;
+  EXPECT_DOUBLE_EQ(memory_per_device(m, l, kMixed, engine).comm_buffers, 0);
+}
+
+TEST(MemoryFormulas, ZeroThreeUnderAPipelineWithoutRegathering) {
+  ModelSpec m = small_model();
+  m.layers = 4;
+  Layout l;
+  l.dp = 2, l.pp = 2, l.zero = 3;
+  ASSERT_TRUE(l.why_invalid(m, 4).empty()) << l.why_invalid(m, 4);
+  ZeroEngine engine;
+  const double regather = memory_per_device(m, l, kFloat, engine).comm_buffers;
+  EXPECT_DOUBLE_EQ(regather, 2 * 872 * 4 + 872 * 4);
+  // The stage's two layers stay gathered, and its gradients accumulate in full.
+  engine.zero3_regather = false;
+  const MemoryBreakdown kept = memory_per_device(m, l, kFloat, engine);
+  EXPECT_DOUBLE_EQ(kept.comm_buffers, 2 * 872 * 4 + kept.parameters * 4);
+}
+
+TEST(MemoryFormulas, StagesWithTheEmbeddingsShare) {
+  ModelSpec m = small_model();
+  m.layers = 70;  // BLOOM's 70 blocks on 12 stages: 72 units of 6
+  EXPECT_TRUE(stage_blocks_divide(m, 12, 1));
+  EXPECT_FALSE(stage_blocks_divide(m, 12, 2));
+  EXPECT_FALSE(stage_blocks_divide(m, 11, 1));
+  int64_t total = 0;
+  for (int s = 0; s < 12; ++s) {
+    EXPECT_EQ(stage_blocks(m, 12, s), s == 0 || s == 11 ? 5 : 6) << s;
+    total += stage_blocks(m, 12, s);
+  }
+  EXPECT_EQ(total, 70);
+  EXPECT_EQ(stage_blocks(m, 7, 3), 10);
+  // What the trainer's uniform partition gives otherwise: the first stages one more.
+  EXPECT_EQ(stage_blocks(m, 11, 3), 7);
+  EXPECT_EQ(stage_blocks(m, 11, 4), 6);
+  Layout l;
+  l.pp = 12;
+  l.dp = 1;
+  m.global_batch = 12;
+  EXPECT_TRUE(l.why_invalid(m, 12).empty()) << l.why_invalid(m, 12);
+  l.pp = 11;
+  m.global_batch = 11;
+  EXPECT_NE(l.why_invalid(m, 11).find("layers + 2"), std::string::npos);
+  m.global_batch = 12;
+  // The second stage holds a block more than the first and one micro-batch fewer.
+  l.pp = 12;
+  const MemoryBreakdown most = memory_per_device(m, l, kHalf);
+  EXPECT_GT(most.activations, 0);
+}
+
 DeviceSpec unit_device() {
   DeviceSpec d;
   d.type = "test";
@@ -348,6 +418,53 @@ TEST(CostFormulas, ZeroOneGathersTheComputeCopy) {
   EXPECT_NEAR(e.time.dp_comm_s, allreduce_seconds(e.memory.parameters * 3, group_link(c, l, Axis::dp)), 1e-12);
   // The optimizer updates half the parameters at 30 bytes each.
   EXPECT_NEAR(e.time.optimizer_s, e.memory.parameters / 2 * 30 / 10e9, 1e-15);
+}
+
+TEST(CostFormulas, ZeroThreeGathersHideBehindComputeOnlyWhenPrefetched) {
+  const ClusterSpec c = calibrated_cpu_pair();
+  const ModelSpec m = bench_model();
+  Layout l;
+  l.dp = 2;
+  l.micro_batch = 8;
+  l.zero = 1;
+  CostOptions options;
+  options.precision = kFloat;
+  const Estimate one = estimate_layout(m, c, l, options);
+  l.zero = 3;
+  const Estimate three = estimate_layout(m, c, l, options);
+  // ZeRO-3's per-layer collectives on top of compute, at least the first
+  // gather of each pass and the last reduce-scatter.
+  EXPECT_GT(three.time.step_s, one.time.step_s - one.time.dp_comm_s);
+  EXPECT_GT(three.time.dp_comm_s, 0);
+  options.engine.zero3_prefetch = 0;
+  const Estimate unprefetched = estimate_layout(m, c, l, options);
+  EXPECT_GT(unprefetched.time.step_s, three.time.step_s);
+  // DeepSpeed's per-tensor collectives cost more latency than giant's per-layer ones.
+  options.engine = ZeroEngine{};
+  options.engine.deepspeed = true;
+  EXPECT_GT(estimate_layout(m, c, l, options).time.step_s, three.time.step_s);
+  // Full recomputation: one more forward per block in backward.
+  l.zero = 1;
+  options.engine = ZeroEngine{};
+  l.recompute = Recompute::full;
+  const Estimate full = estimate_layout(m, c, l, options);
+  EXPECT_GT(full.time.compute_s, one.time.compute_s);
+  EXPECT_LT(full.memory.activations, one.memory.activations);
+}
+
+TEST(CommFormulas, OneRingAcrossHostsGetsOneDevicesShareOfTheNetwork) {
+  ClusterSpec c = cluster_preset("a100-80g-ib").resolved();
+  Layout l;
+  l.dp = c.devices();
+  const GroupLink group = group_link(c, l, Axis::dp);
+  ASSERT_TRUE(group.crosses_hosts);
+  const GroupLink ring = single_ring_link(c, group);
+  EXPECT_DOUBLE_EQ(ring.bandwidth_bytes_per_s, c.inter_host.effective_bandwidth() / c.devices_per_host);
+  EXPECT_DOUBLE_EQ(ring.latency_s, group.latency_s);
+  l.dp = 8, l.tp = 1;
+  c.hosts = 1;
+  EXPECT_DOUBLE_EQ(single_ring_link(c, group_link(c, l, Axis::dp)).bandwidth_bytes_per_s,
+                   group_link(c, l, Axis::dp).bandwidth_bytes_per_s);
 }
 
 TEST(CommFormulas, AlphaBetaOfRingAndHalvingDoubling) {

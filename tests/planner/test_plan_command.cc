@@ -144,7 +144,8 @@ TEST(PlanCommand, CompareBaselines) {
   const PlanOutput r = plan({"--model", "gpt-13b", "--cluster", "a100-40g-tcp", "--compare-baselines"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("megatron tp=4 pp=4"), std::string::npos);
-  EXPECT_NE(r.out.find("zero-3 data parallel"), std::string::npos);
+  EXPECT_NE(r.out.find("giant zero-3 data parallel"), std::string::npos);
+  EXPECT_NE(r.out.find("deepspeed zero-3 data parallel"), std::string::npos);
   EXPECT_NE(r.out.find("RDMA -> TCP throughput loss"), std::string::npos);
 }
 

@@ -98,6 +98,23 @@ TEST(Search, FilterFixesTheLayout) {
   }
 }
 
+// Giant's ZeRO-3 composes with pipelines; DeepSpeed forbids ZeRO-2/3 with one.
+TEST(Search, DeepSpeedsZeroThreeHasNoPipeline) {
+  const ClusterSpec c = small_cluster(1, 4, 32, Transport::tcp);
+  const ModelSpec m = model(4, 256, 4, 128, 8);
+  SearchOptions o;
+  o.filter.zero = 3;
+  o.filter.pp = 2;
+  EXPECT_FALSE(enumerate_layouts(m, 4, o).empty());
+  EXPECT_FALSE(search_layouts(m, c, o).best.empty());
+  o.engine.deepspeed = true;
+  EXPECT_TRUE(search_layouts(m, c, o).best.empty());
+  o.filter.pp.reset();
+  const SearchResult r = search_layouts(m, c, o);
+  ASSERT_FALSE(r.best.empty());
+  for (const Estimate& e : r.best) EXPECT_EQ(e.layout.pp, 1) << e.layout.describe();
+}
+
 TEST(Search, FitsNowhereExplainsTheLeastMemory) {
   const ModelSpec m = model_preset("gpt-175b");
   ClusterSpec c = cluster_preset("v100-tcp").resolved();

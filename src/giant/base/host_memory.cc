@@ -1,6 +1,7 @@
 #include "giant/base/host_memory.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -19,6 +20,12 @@ bool retain_freed_memory(size_t bytes) {
 #else
   return false;
 #endif
+}
+
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<int64_t>(pages) * page_size;
 }
 
 int64_t max_resident_bytes() {

@@ -20,6 +20,9 @@ bool retain_freed_memory(size_t bytes);
 // The most retain_freed_memory accepts: glibc's trim threshold is an int.
 constexpr size_t kMaxRetainedBytes = INT_MAX;
 
+// The host's physical memory in bytes (sysconf); 0 where the system does not say.
+int64_t physical_memory_bytes();
+
 // The most resident memory the process has held so far, in bytes
 // (getrusage's ru_maxrss); 0 where the system does not say.
 int64_t max_resident_bytes();

@@ -26,6 +26,14 @@ GroupLink group_link(const ClusterSpec& c, const Layout& l, Axis axis) {
   return g;
 }
 
+GroupLink single_ring_link(const ClusterSpec& c, const GroupLink& group) {
+  GroupLink g = group;
+  if (g.crosses_hosts)
+    g.bandwidth_bytes_per_s =
+        std::min(g.bandwidth_bytes_per_s, c.inter_host.effective_bandwidth() / std::max(1, c.devices_per_host));
+  return g;
+}
+
 double allreduce_seconds(double bytes, const GroupLink& g) {
   if (g.size <= 1 || bytes <= 0) return 0;
   const double n = g.size;

@@ -24,6 +24,16 @@ struct GroupLink {
 // bandwidth divided by devices_per_host / members_per_host.
 GroupLink group_link(const ClusterSpec& cluster, const Layout& layout, Axis axis);
 
+// The link one flat ring over the group gets when its traffic cannot be
+// spread over the host's network links: a ring crosses each host boundary
+// on one device's path, which on the published clusters (one NIC per GPU)
+// is one device's share of the host's bandwidth, however many of the
+// host's devices the group holds. ZeRO-3's per-layer gathers and
+// reduce-scatters run at this rate (the published ZeRO-3 runs of
+// Narayanan et al. 2021, table 2, fall as it predicts); bucketed
+// allreduces keep group_link's, spread over every NIC.
+GroupLink single_ring_link(const ClusterSpec& cluster, const GroupLink& group);
+
 // ccl's automatic allreduce: halving-doubling up to 256 KiB (2 log2 n steps),
 // ring above (2 (n-1) steps); both move 2 (n-1)/n x bytes per rank.
 double allreduce_seconds(double bytes, const GroupLink& link);

@@ -15,6 +15,14 @@ namespace {
 // cannot overlap any backward.
 constexpr double kBucketParameters = 40e6;
 
+// Collectives DeepSpeed's ZeRO-3 issues per layer and pass: one per
+// parameter tensor (a GPT block has 12: four weights, four biases, two norms'
+// weight and bias), where Giant gathers a layer's flat shard in one.
+constexpr double kDeepSpeedCollectivesPerLayer = 12;
+// The qkv weight's share of a block's parameters (3 h^2 of 12 h^2): what a
+// layer larger than DeepSpeed's prefetch window waits for before it runs.
+constexpr double kDeepSpeedFirstWeightShare = 0.25;
+
 // What the pipeline runs on, per stage and micro-batch, and what the
 // busiest rank (the last: it carries the logits) spends of it on compute,
 // on tensor-parallel collectives and on ZeRO-3 gathers left exposed.
@@ -23,14 +31,53 @@ struct StageTimes {
   double compute_per_micro = 0, tp_per_micro = 0, zero3_exposed_per_micro = 0;
 };
 
-StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const RunPrecision& precision) {
+// ZeRO-3's collectives of one layer over the dp group: the gather of its
+// compute copy and the reduce-scatter of its gradient.
+struct Zero3Layer {
+  double gather_s = 0, reduce_scatter_s = 0;
+  double prefetched_share = 1;  // of a layer's gather that can start before the layer runs
+};
+
+Zero3Layer zero3_layer(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const RunPrecision& precision,
+                       const ZeroEngine& engine) {
+  const GroupLink dp_link = single_ring_link(c, group_link(c, l, Axis::dp));
+  Zero3Layer z;
+  if (l.zero != 3 || l.dp == 1) return z;
+  const double layer_elements = layer_parameters(m) / l.tp;
+  z.gather_s = allgather_seconds(layer_elements * precision.compute_bytes(), dp_link);
+  z.reduce_scatter_s = reduce_scatter_seconds(layer_elements * precision.gradient_bytes(), dp_link);
+  if (engine.deepspeed) {
+    // Per-tensor collectives: the ring's latency once per tensor.
+    const double extra_latency = (kDeepSpeedCollectivesPerLayer - 1) * (dp_link.size - 1) * dp_link.latency_s;
+    z.gather_s += extra_latency;
+    z.reduce_scatter_s += extra_latency;
+    z.prefetched_share = layer_elements <= engine.deepspeed_prefetch_elements ? 1 : 1 - kDeepSpeedFirstWeightShare;
+  } else if (engine.zero3_prefetch == 0) {
+    z.prefetched_share = 0;
+  }
+  return z;
+}
+
+// One pass (forward or backward) over `blocks` layers under ZeRO-3: each
+// layer waits for the part of its gather that could not start ahead; the
+// prefetched part (and in backward the reduce-scatters, which run behind)
+// overlaps the layers' compute. The first layer's gather has nothing to
+// hide behind, the last reduce-scatter neither.
+double zero3_pass_seconds(double compute_s, int64_t blocks, const Zero3Layer& z, bool backward) {
+  if (z.gather_s <= 0 || blocks == 0) return compute_s;
+  const double exposed_gathers = blocks * (1 - z.prefetched_share) * z.gather_s;
+  const double overlapped = (blocks - 1) * z.prefetched_share * z.gather_s +
+                            (backward ? (blocks - 1) * z.reduce_scatter_s : 0);
+  return z.prefetched_share * z.gather_s + exposed_gathers + std::max(compute_s, overlapped) +
+         (backward ? z.reduce_scatter_s : 0);
+}
+
+StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const RunPrecision& precision,
+                       const ZeroEngine& engine) {
   const DeviceSpec device = c.device.in_precision(precision.compute);
   const double element_bytes = precision.compute_bytes();    // activations and the weights' compute copy
-  const double gradient_bytes = precision.gradient_bytes();  // what data parallelism reduces
   const int p = l.pp, v = l.virtual_stages;
-  const double layers_per_chunk = double(m.layers) / (p * v);
   const GroupLink tp_link = group_link(c, l, Axis::tp);
-  const GroupLink dp_link = group_link(c, l, Axis::dp);
 
   // Per layer and micro-batch: compute and the tensor-parallel allreduces
   // (2 forward, 2 backward, 2 more to recompute the forward).
@@ -46,22 +93,17 @@ StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Layout& l
   // vocabulary-parallel embedding's output in forward.
   const double loss_collectives = 3 * allreduce_seconds(double(l.micro_batch) * m.seq_len * 4, tp_link);
 
-  // ZeRO-3 gathers a chunk's weights before its forward and its backward
-  // and reduce-scatters its gradients, prefetched so that they overlap the
-  // compute of the same micro-batch.
-  // One collective per layer, so the ring's latency counts per layer.
-  const double layer_weight_bytes = layer_parameters(m) / l.tp * element_bytes;
-  const double layer_gradient_bytes = layer_parameters(m) / l.tp * gradient_bytes;
-  const double zero3_forward = l.zero == 3 ? layers_per_chunk * allgather_seconds(layer_weight_bytes, dp_link) : 0;
-  const double zero3_backward =
-      l.zero == 3 ? layers_per_chunk * (allgather_seconds(layer_weight_bytes, dp_link) +
-                                        reduce_scatter_seconds(layer_gradient_bytes, dp_link))
-                  : 0;
+  // ZeRO-3 gathers each layer before its forward and its backward and
+  // reduce-scatters its gradient, for every micro-batch (without
+  // regathering under a pipeline: once per step, counted by estimate_layout).
+  const bool per_micro_zero3 = l.zero == 3 && (p == 1 || engine.zero3_regather);
+  const Zero3Layer zero3 = per_micro_zero3 ? zero3_layer(m, c, l, precision, engine) : Zero3Layer{};
 
   StageTimes t;
   for (int stage = 0; stage < p * v; ++stage) {
-    double compute_f = layers_per_chunk * layer.forward_s, compute_b = layers_per_chunk * layer.backward_s;
-    double tp_f = layers_per_chunk * tp_forward, tp_b = layers_per_chunk * tp_backward;
+    const int64_t blocks = v == 1 ? stage_blocks(m, p, stage) : m.layers / (p * v);
+    double compute_f = blocks * layer.forward_s, compute_b = blocks * layer.backward_s;
+    double tp_f = blocks * tp_forward, tp_b = blocks * tp_backward;
     if (stage == 0) {
       compute_f += embedding.forward_s;
       compute_b += embedding.backward_s;
@@ -73,7 +115,8 @@ StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Layout& l
       tp_f += loss_collectives;
       tp_b += tp_collective;
     }
-    const double f = std::max(compute_f + tp_f, zero3_forward), b = std::max(compute_b + tp_b, zero3_backward);
+    const double f = zero3_pass_seconds(compute_f + tp_f, blocks, zero3, false);
+    const double b = zero3_pass_seconds(compute_b + tp_b, blocks, zero3, true);
     t.costs.forward_s.push_back(f);
     t.costs.backward_s.push_back(b);
     if (stage % p == p - 1) {  // the last rank carries the logits: the busiest
@@ -91,7 +134,7 @@ StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Layout& l
 
 ActionCosts pipeline_action_costs(const ModelSpec& m, const ClusterSpec& c, const Layout& l,
                                   const CostOptions& options) {
-  return stage_times(m, c, l, resolve_precision(options.precision, c.device)).costs;
+  return stage_times(m, c, l, resolve_precision(options.precision, c.device), options.engine).costs;
 }
 
 Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const CostOptions& options) {
@@ -102,7 +145,7 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   Estimate e;
   e.layout = l;
   e.precision = precision;
-  e.memory = memory_per_device(m, l, precision);
+  e.memory = memory_per_device(m, l, precision, options.engine);
   e.usable_memory_bytes = device.usable_memory();
   e.fits = e.memory.total() <= e.usable_memory_bytes;
 
@@ -110,7 +153,7 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   const int64_t micro_batches = l.micro_batches(m);
   const GroupLink pp_link = group_link(c, l, Axis::pp);
   const GroupLink dp_link = group_link(c, l, Axis::dp);
-  const StageTimes stages = stage_times(m, c, l, precision);
+  const StageTimes stages = stage_times(m, c, l, precision, options.engine);
   const ActionCosts& costs = stages.costs;
 
   double makespan = 0, makespan_without_transfers = 0, busiest = 0;
@@ -161,6 +204,19 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
     double last_backward = 0;
     for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
     after_pipeline += std::max(sync - last_backward, sync / buckets);
+  }
+  // ZeRO-3 under a pipeline without regathering: each stage gathers its
+  // weights once before its first forward (nothing to hide behind) and
+  // reduce-scatters its accumulated gradients after its last backward
+  // (overlapped with that backward as the buckets above).
+  if (l.dp > 1 && l.zero == 3 && p > 1 && !options.engine.zero3_regather) {
+    const GroupLink ring = single_ring_link(c, dp_link);
+    const double gather = allgather_seconds(e.memory.parameters * element_bytes, ring);
+    const double reduce = reduce_scatter_seconds(e.memory.parameters * gradient_bytes, ring);
+    double last_backward = 0;
+    for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
+    const double blocks = double(stage_blocks(m, p, p - 1));
+    after_pipeline += gather + std::max(reduce - last_backward, reduce / std::max(1.0, blocks));
   }
   // Tied embedding: the first and last stage allreduce its gradient.
   if (p > 1) {

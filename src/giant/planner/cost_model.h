@@ -42,6 +42,7 @@ struct CostOptions {
   bool simulate_pipeline = true;
   // The dtypes the run trains in; unset: the cluster's [device] dtype throughout.
   std::optional<RunPrecision> precision;
+  ZeroEngine engine;  // how ZeRO runs: Giant's engine (parallel.* keys) or DeepSpeed's
 };
 
 // `cluster` must be resolved (ClusterSpec::resolved) and the layout valid

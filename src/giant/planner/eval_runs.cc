@@ -256,6 +256,12 @@ PublishedRun published_run(const RunsTable& t, size_t r) {
   run.cluster = published_cluster(row);
   run.layout = published_layout(row);
   run.full_recompute = *run.layout.recompute == Recompute::full;
+  if (std::find(t.header.begin(), t.header.end(), "engine") != t.header.end()) {
+    const std::string& engine = row.cell("engine");
+    if (engine != "" && engine != "giant" && engine != "deepspeed")
+      throw ConfigError(row.where() + " engine", "expected deepspeed, giant or empty, got '" + engine + "'");
+    run.engine.deepspeed = engine == "deepspeed";
+  }
   run.iter_s = row.number("iter_s");
   run.tflops_per_gpu = row.number("tflops_per_gpu");
   const int64_t gpus = row.count("gpus"), product = int64_t{*run.layout.tp} * *run.layout.pp * *run.layout.dp;
@@ -276,6 +282,7 @@ RunPrediction predict_run(const PublishedRun& run, const ConstantsByType& consta
   options.filter = run.layout;
   options.top = 1;
   options.simulate_best = 8;
+  options.engine = run.engine;
   SearchResult result = search_layouts(run.model, cluster, options);
   if (!result.best.empty()) return prediction_from(run, result.best.front());
   // Fits nowhere by the memory model: rank as if memory were unlimited, say so.
@@ -291,7 +298,9 @@ RunPrediction predict_run(const PublishedRun& run, const ConstantsByType& consta
 
 RunPrediction predict_run_layout(const PublishedRun& run, const Layout& layout, const ConstantsByType& constants) {
   const ClusterSpec cluster = with_constants(run.cluster, constants);
-  return prediction_from(run, estimate_layout(run.model, cluster, layout));
+  CostOptions options;
+  options.engine = run.engine;
+  return prediction_from(run, estimate_layout(run.model, cluster, layout, options));
 }
 
 namespace {

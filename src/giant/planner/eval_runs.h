@@ -41,6 +41,9 @@ struct PublishedRun {
   std::optional<double> iter_s;
   std::optional<double> tflops_per_gpu;
   bool full_recompute = false;
+  // How the run's ZeRO ran: the optional `engine` column (deepspeed, or
+  // empty / giant for giant's engine).
+  ZeroEngine engine;
 };
 // Row r (0-based) of the table; throws ConfigError naming the row and the
 // cell when it cannot be read.

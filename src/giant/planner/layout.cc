@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "giant/base/error.h"
+#include "giant/planner/memory_model.h"
 
 namespace giant::planner {
 
@@ -92,12 +93,13 @@ std::string Layout::why_invalid(const ModelSpec& m, int devices) const {
     why << "tp x pp x dp = " << dp * tp * pp << " but the cluster has " << devices << " devices";
   else if (m.heads % tp != 0) why << "tp=" << tp << " does not divide heads=" << m.heads;
   else if (m.ffn_size() % tp != 0) why << "tp=" << tp << " does not divide ffn=" << m.ffn_size();
-  else if (m.layers % (int64_t{pp} * virtual_stages) != 0)
-    why << "pp x v = " << pp * virtual_stages << " does not divide layers=" << m.layers;
+  else if (!stage_blocks_divide(m, pp, virtual_stages))
+    why << "pp x v = " << pp * virtual_stages << " does not divide layers=" << m.layers
+        << (virtual_stages == 1 ? " (nor layers + 2, the embedding and the head counting as one each)" : "");
   else if (m.global_batch % (int64_t{dp} * micro_batch) != 0)
     why << "dp x mb = " << dp * micro_batch << " does not divide global_batch=" << m.global_batch;
   else if (zero < 0 || zero > 3) why << "zero must be 0..3";
-  else if (pp > 1 && zero >= 2) why << "ZeRO-2/3 shard gradients a pipeline accumulates over micro-batches";
+  else if (pp > 1 && zero == 2) why << "ZeRO-2 shards gradients a pipeline accumulates over micro-batches";
   else if (sequence_parallel && tp == 1) why << "sequence parallel needs tp > 1";
   else if (schedule == Schedule::interleaved) {
     if (pp == 1 || virtual_stages < 2) why << "interleaved needs pp > 1 and v >= 2";

@@ -28,51 +28,98 @@ double layer_activation_bytes(const ModelSpec& m, double b, int tp, bool sp, Rec
   return sbh * ((sp ? 34 / t : 10 + 24 / t) + attention);
 }
 
-double in_flight_micro_batches(const Layout& l, int64_t m) {
+double in_flight_micro_batches(const Layout& l, int64_t m, int stage) {
   if (l.pp == 1) return 1;
   const double p = l.pp;
   switch (l.schedule) {
     case Schedule::gpipe: return static_cast<double>(m);
-    case Schedule::one_f_one_b: return std::min<double>(p, static_cast<double>(m));
-    case Schedule::interleaved: return p * (1 + (p - 1) / (p * l.virtual_stages));
+    case Schedule::one_f_one_b: return std::min<double>(p - stage, static_cast<double>(m));
+    case Schedule::interleaved: return std::max(1.0, p * (1 + (p - 1) / (p * l.virtual_stages)) - stage);
   }
   return p;
 }
 
-MemoryBreakdown memory_per_device(const ModelSpec& m, const Layout& l, const RunPrecision& precision) {
-  const double layers_per_stage = static_cast<double>(m.layers) / l.pp;
+bool stage_blocks_divide(const ModelSpec& m, int pp, int v) {
+  if (m.layers % (int64_t{pp} * v) == 0) return true;
+  return v == 1 && pp > 2 && (m.layers + 2) % pp == 0;
+}
+
+int64_t stage_blocks(const ModelSpec& m, int pp, int stage) {
+  if (m.layers % pp == 0) return m.layers / pp;
+  if (stage_blocks_divide(m, pp, 1)) {
+    const int64_t units = (m.layers + 2) / pp;  // the embedding and the head take one unit each
+    return stage == 0 || stage == pp - 1 ? units - 1 : units;
+  }
+  return m.layers / pp + (stage < m.layers % pp ? 1 : 0);  // the trainer's uniform partition
+}
+
+double zero3_gathered_bytes(const ModelSpec& m, const Layout& l, const RunPrecision& precision,
+                            const ZeroEngine& engine, int64_t blocks) {
+  if (l.zero != 3 || l.dp == 1) return 0;
+  const double layer_bytes = layer_parameters(m) / l.tp * precision.compute_bytes();
+  if (l.pp > 1 && !engine.zero3_regather) return blocks * layer_bytes;
+  if (engine.deepspeed) {  // what it keeps live, in elements, and its prefetch window
+    const double layer_elements = layer_parameters(m) / l.tp;
+    return (std::min(layer_elements, engine.deepspeed_max_live_elements) +
+            std::min(layer_elements, engine.deepspeed_prefetch_elements)) *
+           precision.compute_bytes();
+  }
+  return std::min<double>(blocks, 1 + engine.zero3_prefetch) * layer_bytes;
+}
+
+namespace {
+
+// One pipeline stage's needs (stage 0 is the first).
+MemoryBreakdown stage_memory(const ModelSpec& m, const Layout& l, const RunPrecision& precision,
+                             const ZeroEngine& engine, int stage) {
+  const int64_t blocks = stage_blocks(m, l.pp, stage);
   const double b = l.micro_batch, t = l.tp;
-  const double stage_params = layers_per_stage * layer_parameters(m) / t;
   const double word_embedding = static_cast<double>(m.vocab) * m.hidden / t;
   const double position_embedding = static_cast<double>(m.seq_len) * m.hidden;
-  const double state_bytes = model_state_bytes_per_parameter(l.zero, l.dp, precision);
   const double element = precision.compute_bytes();
+  const bool first = stage == 0, last = stage == l.pp - 1;
 
+  MemoryBreakdown mem;
+  mem.parameters = blocks * layer_parameters(m) / t + (first || last ? word_embedding : 0) +
+                   (first ? position_embedding : 0);
+  mem.model_states = mem.parameters * model_state_bytes_per_parameter(l.zero, l.dp, precision);
   const double kept = layer_activation_bytes(m, b, l.tp, l.sequence_parallel, l.recompute, element);
   // With full recomputation one layer at a time is rebuilt with all its activations.
   const double working = l.recompute == Recompute::full
                              ? layer_activation_bytes(m, b, l.tp, l.sequence_parallel, Recompute::none, element)
                              : 0;
-  // ZeRO-3 gathers the (compute-copy) weights of the running layer and prefetches the next.
-  const double gathered = l.zero == 3 ? 2 * layer_parameters(m) / t * element : 0;
-  const double in_flight = in_flight_micro_batches(l, l.micro_batches(m));
+  const double in_flight = in_flight_micro_batches(l, l.micro_batches(m), stage);
+  mem.activations = in_flight * blocks * kept + working;
   // Logits in the compute dtype plus the fp32 softmax the loss keeps, vocabulary split by tp.
-  const double logits = static_cast<double>(m.seq_len) * b * m.vocab / t * (element + 4);
+  if (last) mem.logits = static_cast<double>(m.seq_len) * b * m.vocab / t * (element + 4);
 
-  MemoryBreakdown first;
-  first.parameters = stage_params + word_embedding + position_embedding;
-  first.model_states = first.parameters * state_bytes;
-  first.activations = in_flight * layers_per_stage * kept + working + gathered;
-  if (l.pp == 1) {
-    first.logits = logits;
-    return first;
+  const double gradient = precision.gradient_bytes();
+  if (l.dp > 1 && l.zero == 2) mem.comm_buffers = 2 * engine.bucket_bytes;
+  if (l.dp > 1 && l.zero == 3) {
+    mem.comm_buffers = zero3_gathered_bytes(m, l, precision, engine, blocks);
+    // A layer's full gradient lives until its reduce-scatter; without
+    // regathering under a pipeline the stage's gradients accumulate in full.
+    const double layer_gradient =
+        std::min(layer_parameters(m) / t, engine.deepspeed ? engine.deepspeed_reduce_bucket_elements : 1e300) *
+        gradient;
+    mem.comm_buffers += l.pp > 1 && !engine.zero3_regather ? mem.parameters * gradient : layer_gradient;
   }
-  MemoryBreakdown last;
-  last.parameters = stage_params + word_embedding;
-  last.model_states = last.parameters * state_bytes;
-  last.activations = layers_per_stage * kept + working + gathered;
-  last.logits = logits;
-  return first.total() >= last.total() ? first : last;
+  return mem;
+}
+
+}  // namespace
+
+MemoryBreakdown memory_per_device(const ModelSpec& m, const Layout& l, const RunPrecision& precision,
+                                  const ZeroEngine& engine) {
+  MemoryBreakdown most = stage_memory(m, l, precision, engine, 0);
+  // The first stage holds the most micro-batches, the last the logits; with
+  // uneven stages the second holds more blocks than the first.
+  for (int stage : {1, l.pp - 1}) {
+    if (stage <= 0 || stage >= l.pp) continue;
+    const MemoryBreakdown mem = stage_memory(m, l, precision, engine, stage);
+    if (mem.total() > most.total()) most = mem;
+  }
+  return most;
 }
 
 }  // namespace giant::planner

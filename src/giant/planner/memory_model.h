@@ -9,13 +9,64 @@
 
 namespace giant::planner {
 
-// Bytes per parameter of Adam on one of d data-parallel ranks: the compute
+// Bytes per parameter of AdamW on one of d data-parallel ranks: the compute
 // copy w, the gradient g, and the optimizer's fp32 state S (the master copy
 // 4 under mixed precision, two moments 8): w + g + S; ZeRO-1 w + g + S/d;
-// ZeRO-2 w + (g + S)/d; ZeRO-3 (w + g + S)/d. 16-bit with 16-bit gradients
-// (the published runs): 16, 4 + 12/d, 2 + 14/d, 16/d; bf16 with fp32
-// gradients 18, ...; fp32 (no master copy) 16, 8 + 8/d, ...
+// ZeRO-2 w + (g + S)/d; ZeRO-3 (w + g + S)/d (the gathered working set is
+// counted apart: zero3_gathered_bytes).
+// How mixed precision changes the bytes: the compute copy shrinks from 4 to
+// 2 bytes, but a 4-byte fp32 master copy joins the optimizer state, and the
+// gradient stays in its own dtype (train.grad_dtype; fp32 in giant train by
+// default even with bf16 compute). So fp32 training: 16, 8 + 8/d, 4 + 12/d,
+// 16/d; bf16 with fp32 gradients (giant's default under bf16): 18, 6 + 12/d,
+// 2 + 16/d, 18/d; 16-bit with 16-bit gradients (the published runs): 16,
+// 4 + 12/d, 2 + 14/d, 16/d.
 double model_state_bytes_per_parameter(int zero, int dp, const RunPrecision& precision);
+
+// How the engine runs ZeRO (the trainer's parallel.* keys), for what it
+// holds beside the model states and when its collectives run.
+struct ZeroEngine {
+  // ZeRO-2: each bucket's full-size gradient is staged until its
+  // reduce-scatter is done; two in flight (one filling, one reducing).
+  double bucket_bytes = 4.0 * 1024 * 1024;  // parallel.bucket_mb
+  int zero3_prefetch = 1;                   // parallel.zero3_prefetch: layers gathered ahead
+  // parallel.zero3_regather: gather each layer for every micro-batch's
+  // forward and backward (true), or a stage's whole weights once per step,
+  // kept across its micro-batches, with its gradients accumulated in full
+  // and reduce-scattered after the last one (false; only matters with pp).
+  bool zero3_regather = true;
+  // DeepSpeed's ZeRO-3 as it is known to behave (../shared/reference/
+  // formats.md, "ZeRO-3 as the anchors run it"; its defaults): one
+  // collective per parameter tensor, not per layer; prefetch by elements
+  // (stage3_prefetch_bucket_size 5e7), so a layer larger than that cannot be
+  // gathered ahead while the previous layer computes: its first weight (qkv,
+  // a quarter of a block's) waits, the rest is fetched tensor by tensor
+  // behind the compute; at most 1e9 elements gathered at once
+  // (stage3_max_live_parameters); gradients reduced in 5e8-element buckets
+  // (reduce_bucket_size); no pipeline with ZeRO-2/3. Used by `giant plan
+  // --compare-baselines` and the published DeepSpeed rows.
+  bool deepspeed = false;
+  double deepspeed_prefetch_elements = 5e7;
+  double deepspeed_max_live_elements = 1e9;
+  double deepspeed_reduce_bucket_elements = 5e8;
+};
+
+// Transformer blocks on pipeline stage `stage` of pp (virtual_stages 1):
+// layers / pp when it divides; else, when layers + 2 divides, the embedding
+// and the head each count as one block (Megatron-DeepSpeed's
+// type:transformer|embedding partition, as the published 176B run used):
+// the first and last stage hold one block fewer; else (the trainer's
+// uniform partition, which the search does not produce) the first
+// layers % pp stages one block more.
+int64_t stage_blocks(const ModelSpec& model, int pp, int stage);
+// Whether stage_blocks can cut the model into pp stages (v chunks each: v > 1 needs pp x v to divide the layers).
+bool stage_blocks_divide(const ModelSpec& model, int pp, int virtual_stages);
+
+// ZeRO-3's gathered (compute-copy) weights a device holds at once, tp-split:
+// the running layer and zero3_prefetch layers ahead, or the stage's whole
+// weights without regathering under a pipeline; 0 for other stages.
+double zero3_gathered_bytes(const ModelSpec& model, const Layout& layout, const RunPrecision& precision,
+                            const ZeroEngine& engine, int64_t stage_blocks);
 
 // Activation bytes one layer keeps for one micro-batch of b sequences, in
 // elements of 2 bytes (the published formula; 4-byte elements double it):
@@ -26,21 +77,29 @@ double model_state_bytes_per_parameter(int zero, int dp, const RunPrecision& pre
 double layer_activation_bytes(const ModelSpec& model, double micro_batch, int tp, bool sequence_parallel,
                               Recompute recompute, double element_bytes);
 
-// Micro-batches whose activations the first stage holds at once: GPipe m;
-// 1F1B min(p, m); interleaved p (1 + (p-1)/(p v)) in units of a stage's
-// layers; 1 without a pipeline.
-double in_flight_micro_batches(const Layout& layout, int64_t micro_batches);
+// Micro-batches whose activations stage `stage` holds at once: GPipe m;
+// 1F1B min(p - stage, m); interleaved p (1 + (p-1)/(p v)) in units of a
+// stage's layers (the first stage's, taken for every stage); 1 without a
+// pipeline.
+double in_flight_micro_batches(const Layout& layout, int64_t micro_batches, int stage = 0);
 
 struct MemoryBreakdown {
   double parameters = 0;   // parameters held by the device (unsharded count)
   double model_states = 0; // bytes of weights, gradients and optimizer state
   double activations = 0;  // bytes of kept activations incl. the working layer
   double logits = 0;       // bytes of the logit layer's output (last stage)
-  double total() const { return model_states + activations + logits; }
+  // ZeRO-2's staged buckets, ZeRO-3's gathered weights and its one layer of
+  // full-size gradient before the reduce-scatter (or a stage's gradients
+  // without regathering).
+  double comm_buffers = 0;
+  double total() const { return model_states + activations + logits + comm_buffers; }
 };
 
-// The device that needs the most: the first stage (most micro-batches in
-// flight, embedding) or the last (logits, tied embedding copy).
-MemoryBreakdown memory_per_device(const ModelSpec& model, const Layout& layout, const RunPrecision& precision);
+// The device that needs the most over the pipeline's stages: the first
+// (most micro-batches in flight, embedding), the last (logits, tied
+// embedding copy), or with uneven stages the second (most blocks and
+// micro-batches at once).
+MemoryBreakdown memory_per_device(const ModelSpec& model, const Layout& layout, const RunPrecision& precision,
+                                  const ZeroEngine& engine = {});
 
 }  // namespace giant::planner

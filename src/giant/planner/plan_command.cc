@@ -184,7 +184,7 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_flag("--report-error", a.report_error, "with --eval-csv: median errors in-sample and leaving each source out, over the rows evaluated");
   app.add_flag("--show-schedule", a.show_schedule,
                "print the chosen plan's pipeline schedule as a time x rank grid (one line per rank)");
-  app.add_flag("--compare-baselines", a.compare_baselines, "the chosen plan beside Megatron tp=4 pp=4 and ZeRO-3, on TCP and RDMA");
+  app.add_flag("--compare-baselines", a.compare_baselines, "the chosen plan beside Megatron tp=4 pp=4 and ZeRO-3 (giant's and DeepSpeed's), on TCP and RDMA");
   app.add_flag("--calibrate", a.calibrate, "measure this machine and write a cluster file");
   app.add_option("--out", a.out_file, "with --calibrate: the cluster file to write (default: standard output)");
   app.add_option("--devices", a.devices, "with --calibrate: devices (ranks) per host (default: cores)")->check(at_least_one());

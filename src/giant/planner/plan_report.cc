@@ -216,11 +216,13 @@ void print_baseline_comparison(const ModelSpec& m, const ClusterSpec& cluster, c
   struct Candidate {
     const char* name;
     std::string layout;
+    bool deepspeed = false;  // ZeroEngine::deepspeed: how DeepSpeed's ZeRO-3 is known to behave
   };
   const Candidate candidates[] = {
-      {"giant (searched)", ""},
-      {"megatron tp=4 pp=4", "tp=4,pp=4,zero=0,schedule=1f1b,recompute=full,sp=0,placement=tp<dp<pp"},
-      {"zero-3 data parallel", "tp=1,pp=1,zero=3,recompute=full"},
+      {"giant (searched)", "", false},
+      {"megatron tp=4 pp=4", "tp=4,pp=4,zero=0,schedule=1f1b,recompute=full,sp=0,placement=tp<dp<pp", false},
+      {"giant zero-3 data parallel", "tp=1,pp=1,zero=3,recompute=full", false},
+      {"deepspeed zero-3 data parallel", "tp=1,pp=1,zero=3,recompute=full", true},
   };
   double chosen[2] = {0, 0};
   int index = 0;
@@ -234,6 +236,7 @@ void print_baseline_comparison(const ModelSpec& m, const ClusterSpec& cluster, c
       SearchOptions o;
       o.top = 1;
       o.precision = precision;
+      o.engine.deepspeed = candidate.deepspeed;
       if (!candidate.layout.empty()) o.filter = parse_layout_filter(candidate.layout);
       SearchResult r = search_layouts(m, c, o);
       if (r.best.empty()) {

@@ -47,20 +47,23 @@ void for_each_layout(const ModelSpec& m, int devices, const SearchOptions& o, Fn
       base.tp = tp;
       base.pp = pp;
       base.dp = dp;
-      if (m.heads % tp != 0 || m.ffn_size() % tp != 0 || m.layers % pp != 0 || m.global_batch % dp != 0) continue;
+      if (m.heads % tp != 0 || m.ffn_size() % tp != 0 || !stage_blocks_divide(m, pp, 1) || m.global_batch % dp != 0)
+        continue;
       for (int mb : divisors(m.global_batch / dp, o.max_micro_batch)) {
         base.micro_batch = mb;
         if (f.micro_batch && *f.micro_batch != mb) continue;
         std::vector<std::pair<Schedule, int>> schedules = {{Schedule::one_f_one_b, 1}};
         if (pp > 1) {
           schedules.push_back({Schedule::gpipe, 1});
-          for (int v : divisors(m.layers / pp, o.max_virtual_stages))
-            if (v >= 2) schedules.push_back({Schedule::interleaved, v});
+          if (m.layers % pp == 0)
+            for (int v : divisors(m.layers / pp, o.max_virtual_stages))
+              if (v >= 2) schedules.push_back({Schedule::interleaved, v});
         }
         for (auto [schedule, v] : schedules) {
           base.schedule = schedule;
           base.virtual_stages = v;
           for (int zero = 0; zero <= 3; ++zero) {
+            if (o.engine.deepspeed && pp > 1 && zero >= 2) continue;  // DeepSpeed forbids it
             base.zero = zero;
             for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
               base.recompute = r;
@@ -98,11 +101,12 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
   std::vector<Estimate> fitting;
   CostOptions simulated;
   simulated.precision = result.precision;
+  simulated.engine = o.engine;
   CostOptions closed_form = simulated;
   closed_form.simulate_pipeline = false;
   for_each_layout(m, c.devices(), o, [&](const Layout& l) {
     ++result.valid_layouts;
-    const MemoryBreakdown memory = memory_per_device(m, l, result.precision);
+    const MemoryBreakdown memory = memory_per_device(m, l, result.precision, o.engine);
     if (memory.total() > usable) {
       if (!result.least_memory || memory.total() < result.least_memory->memory.total()) {
         Estimate e;

@@ -26,6 +26,7 @@ struct SearchOptions {
   int simulate_best = 256;
   // The dtypes the run trains in; unset: the cluster's [device] dtype throughout.
   std::optional<RunPrecision> precision;
+  ZeroEngine engine;  // how ZeRO runs (memory and time): giant's parallel.* keys, or DeepSpeed's
 };
 
 struct SearchResult {

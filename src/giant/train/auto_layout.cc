@@ -7,6 +7,7 @@
 #include "giant/planner/run_precision.h"
 #include "giant/planner/search.h"
 #include "giant/planner/spec_toml.h"
+#include "giant/train/memory_check.h"
 
 namespace giant::train {
 
@@ -27,22 +28,15 @@ std::string choose_layout(RunConfig& config, int world_size) {
                                               " devices but " + std::to_string(world_size) +
                                               " rank(s) were started");
   }
-  planner::ModelSpec model;
-  model.name = "giant train";
-  model.layers = config.model.layers;
-  model.hidden = config.model.hidden;
-  model.heads = config.model.heads;
-  model.ffn = config.model.ffn;
-  model.seq_len = config.model.seq_len;
-  model.vocab = config.model.padded_vocab();
-  model.global_batch = config.train.global_batch;
+  const planner::ModelSpec model = planner_model(config);
   planner::SearchOptions options;
+  options.engine = planner_engine(config);
   options.filter.zero = static_cast<int>(config.parallel.zero);  // the trainer's stage, as set
-  options.filter.recompute = planner::Recompute::none;
+  options.filter.recompute = config.train.recompute;  // as set, like the stage
   options.filter.sequence_parallel = false;
   options.allow_sequence_parallel = false;
   // train.precision is concrete here (auto is resolved before the layout is chosen).
-  options.precision = planner::RunPrecision{config.train.precision, config.train.grad_dtype};
+  options.precision = planner_precision(config);
   planner::Estimate best;
   try {
     best = planner::best_layout(model, cluster, options);

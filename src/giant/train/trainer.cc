@@ -31,6 +31,7 @@
 #include "giant/train/generate.h"
 #include "giant/train/local_executor.h"
 #include "giant/train/matmul_rate.h"
+#include "giant/train/memory_check.h"
 #include "giant/train/metrics_log.h"
 #include "giant/train/micro_batches.h"
 #include "giant/train/pipeline_step.h"
@@ -222,6 +223,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   } else {
     resolve_precision(s.config);  // checks the device runs it
   }
+  check_memory_fits(s.config, world ? world->size() : 1);  // before anything is built
   s.tokenizer = data::make_tokenizer(c.data.tokenizer);
   if (s.tokenizer->vocab_size() > c.model.vocab) {
     throw ConfigError("model.vocab", "is " + std::to_string(c.model.vocab) + " but tokenizer '" +

@@ -1,0 +1,165 @@
+#include "giant/train/memory_check.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "giant/base/error.h"
+#include "giant/base/host_memory.h"
+
+namespace giant::train {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GiB", bytes / kGiB);
+  return text;
+}
+
+double predicted_bytes(const RunConfig& c) {
+  return planner::memory_per_device(planner_model(c), planner_layout(c), planner_precision(c), planner_engine(c))
+      .total();
+}
+
+// Whether the trainer could run the changed config on the same ranks (the
+// planner's rules, and the vocabulary split over tp).
+bool runnable(const RunConfig& c, int world_size) {
+  if (c.model.padded_vocab() % c.parallel.tp != 0) return false;
+  return planner_layout(c).why_invalid(planner_model(c), world_size).empty();
+}
+
+struct Candidate {
+  std::string key, setting;
+  std::function<void(RunConfig&)> apply;
+};
+
+std::vector<Candidate> candidates(const RunConfig& c, int world_size) {
+  std::vector<Candidate> out;
+  if (c.parallel.dp > 1)
+    for (int64_t zero = c.parallel.zero + 1; zero <= 3; ++zero)
+      out.push_back({"parallel.zero", "parallel.zero = " + std::to_string(zero),
+                     [zero](RunConfig& r) { r.parallel.zero = zero; }});
+  const planner::Recompute now = c.train.recompute;
+  for (planner::Recompute r : {planner::Recompute::selective, planner::Recompute::full})
+    if (static_cast<int>(r) > static_cast<int>(now))
+      out.push_back({"train.recompute", std::string("train.recompute = \"") + planner::recompute_name(r) + "\"",
+                     [r](RunConfig& x) { x.train.recompute = r; }});
+  for (int64_t mb = c.train.micro_batch - 1; mb >= 1; --mb)
+    out.push_back({"train.micro_batch", "train.micro_batch = " + std::to_string(mb),
+                   [mb](RunConfig& r) { r.train.micro_batch = mb; }});
+  // Other splits of the same ranks, the most data parallel first.
+  for (int64_t dp = world_size; dp >= 1; --dp) {
+    if (world_size % dp != 0) continue;
+    for (int64_t tp = 1; tp <= world_size / dp; ++tp) {
+      if ((world_size / dp) % tp != 0) continue;
+      const int64_t pp = world_size / dp / tp;
+      if (dp == c.parallel.dp && tp == c.parallel.tp && pp == c.parallel.pp) continue;
+      char setting[128];
+      std::snprintf(setting, sizeof setting, "parallel.tp = %lld, parallel.pp = %lld, parallel.dp = %lld",
+                    static_cast<long long>(tp), static_cast<long long>(pp), static_cast<long long>(dp));
+      out.push_back({tp != c.parallel.tp ? "parallel.tp" : "parallel.pp", setting, [dp, tp, pp](RunConfig& r) {
+                       r.parallel.dp = dp, r.parallel.tp = tp, r.parallel.pp = pp;
+                     }});
+    }
+  }
+  out.push_back({"train.recompute",
+                 std::string(c.parallel.dp > 1 ? "parallel.zero = 3, " : "") +
+                     "train.recompute = \"full\", train.micro_batch = 1",
+                 [](RunConfig& r) {
+                   if (r.parallel.dp > 1) r.parallel.zero = 3;
+                   r.train.recompute = planner::Recompute::full;
+                   r.train.micro_batch = 1;
+                 }});
+  return out;
+}
+
+}  // namespace
+
+planner::ModelSpec planner_model(const RunConfig& c) {
+  planner::ModelSpec model;
+  model.name = "giant train";
+  model.layers = c.model.layers;
+  model.hidden = c.model.hidden;
+  model.heads = c.model.heads;
+  model.ffn = c.model.ffn;
+  model.seq_len = c.model.seq_len;
+  model.vocab = c.model.padded_vocab();
+  model.global_batch = c.train.global_batch;
+  return model;
+}
+
+planner::Layout planner_layout(const RunConfig& c) {
+  planner::Layout l;
+  l.dp = static_cast<int>(c.parallel.dp);
+  l.tp = static_cast<int>(c.parallel.tp);
+  l.pp = static_cast<int>(c.parallel.pp);
+  l.micro_batch = static_cast<int>(c.train.micro_batch);
+  l.schedule = c.parallel.pp > 1 ? planner::parse_schedule(c.parallel.schedule) : planner::Schedule::one_f_one_b;
+  l.virtual_stages = l.schedule == planner::Schedule::interleaved ? static_cast<int>(c.parallel.virtual_stages) : 1;
+  l.zero = static_cast<int>(c.parallel.zero);
+  l.recompute = c.train.recompute;
+  return l;
+}
+
+planner::RunPrecision planner_precision(const RunConfig& c) {
+  return planner::RunPrecision{c.train.precision, c.train.grad_dtype};
+}
+
+planner::ZeroEngine planner_engine(const RunConfig& c) {
+  planner::ZeroEngine engine;
+  engine.bucket_bytes = c.parallel.bucket_mb * 1024 * 1024;
+  engine.zero3_prefetch = static_cast<int>(c.parallel.zero3_prefetch);
+  engine.zero3_regather = c.parallel.zero3_regather;
+  return engine;
+}
+
+MemoryCheck predict_rank_memory(const RunConfig& c, int world_size) {
+  MemoryCheck check;
+  check.predicted =
+      planner::memory_per_device(planner_model(c), planner_layout(c), planner_precision(c), planner_engine(c));
+  if (c.train.memory_limit_gb > 0) {
+    check.limit_bytes = c.train.memory_limit_gb * kGiB;
+    check.limit_source = "train.memory_limit_gb";
+  } else {
+    const double host = static_cast<double>(physical_memory_bytes());
+    check.limit_bytes = host > 0 ? host / std::max(1, world_size) : 1e300;
+    check.limit_source = "the host's " + gib(host) + " shared by " + std::to_string(world_size) + " rank(s)";
+  }
+  return check;
+}
+
+MemorySuggestion suggest_fitting_change(const RunConfig& c, int world_size, double limit_bytes) {
+  for (const Candidate& candidate : candidates(c, world_size)) {
+    RunConfig changed = c;
+    candidate.apply(changed);
+    if (changed.train.global_batch % (changed.parallel.dp * changed.train.micro_batch) != 0) continue;
+    if (!runnable(changed, world_size)) continue;
+    const double bytes = predicted_bytes(changed);
+    if (bytes <= limit_bytes) return {candidate.key, candidate.setting, bytes};
+  }
+  return {};
+}
+
+void check_memory_fits(const RunConfig& c, int world_size) {
+  const MemoryCheck check = predict_rank_memory(c, world_size);
+  if (check.fits()) return;
+  const planner::MemoryBreakdown& m = check.predicted;
+  std::string message = "the planner predicts " + gib(m.total()) + " per rank (model states " +
+                        gib(m.model_states) + ", activations " + gib(m.activations) + ", logits " + gib(m.logits) +
+                        ", communication buffers " + gib(m.comm_buffers) + ") but a rank may use " +
+                        gib(check.limit_bytes) + " (" + check.limit_source + ")";
+  const MemorySuggestion suggestion = suggest_fitting_change(c, world_size, check.limit_bytes);
+  if (suggestion.setting.empty())
+    message += "; no change of ZeRO stage, recomputation, micro-batch or tp/pp split fits: more ranks or a smaller "
+               "model (model.layers, model.hidden, model.seq_len) would";
+  else
+    message += "; the planner suggests " + suggestion.setting + " (" + gib(suggestion.bytes) + " per rank)";
+  const bool limit_set = c.train.memory_limit_gb > 0;
+  throw ConfigError(limit_set || suggestion.key.empty() ? "train.memory_limit_gb" : suggestion.key, message);
+}
+
+}  // namespace giant::train
