@@ -46,6 +46,7 @@ torch::Tensor LayerStackImpl::forward(torch::Tensor input) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (before_layer_) before_layer_(i);
     input = layers_[i].forward<torch::Tensor>(std::move(input));
+    if (after_layer_) after_layer_(i, input);
   }
   return input;
 }

@@ -95,6 +95,9 @@ class LayerStackImpl : public torch::nn::Module {
   // Called with i before layer i runs (e.g. to wait until its parameters
   // have arrived); empty to remove.
   void set_before_layer(std::function<void(size_t)> hook) { before_layer_ = std::move(hook); }
+  // Called with i and its output after layer i ran (e.g. to free its
+  // parameters, or hook the output's gradient); empty to remove.
+  void set_after_layer(std::function<void(size_t, const torch::Tensor&)> hook) { after_layer_ = std::move(hook); }
   size_t size() const { return layers_.size(); }
   torch::nn::AnyModule& layer(size_t i) { return layers_.at(i); }
   const std::string& layer_name(size_t i) const { return names_.at(i); }
@@ -103,6 +106,7 @@ class LayerStackImpl : public torch::nn::Module {
   std::vector<torch::nn::AnyModule> layers_;
   std::vector<std::string> names_;
   std::function<void(size_t)> before_layer_;
+  std::function<void(size_t, const torch::Tensor&)> after_layer_;
 };
 TORCH_MODULE(LayerStack);
 

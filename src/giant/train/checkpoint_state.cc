@@ -57,12 +57,15 @@ std::vector<TensorSlice> slices_to_save(const HeldTensors& held) {
 
 std::vector<TensorSlice> slices_to_load(const HeldTensors& held, bool optimizer_state) {
   std::vector<TensorSlice> slices;
-  for (size_t i = 0; i < held.parameters.size(); ++i) {
+  for (size_t i = 0; held.owned_compute.empty() && i < held.parameters.size(); ++i) {
     append(slices, checkpoint::slices_of("model/" + global_name(held, i), held.parameters[i], split_of(held, i),
                                          held.tp_rank, held.tp_size));
   }
   for (size_t j = 0; j < held.updated.size(); ++j) {
     const std::string name = global_name(held, held.updated_source[j]);
+    if (!held.owned_compute.empty()) {
+      append(slices, slices_like_updated(held, j, "model/" + name, held.owned_compute.at(j)));
+    }
     if (held.separate_masters) append(slices, slices_like_updated(held, j, "model/" + name, held.updated[j]));
     if (!optimizer_state) continue;
     append(slices, slices_like_updated(held, j, "optim/exp_avg/" + name, held.optimizer->first_moment(j)));

@@ -32,6 +32,9 @@ struct HeldTensors {
   std::vector<size_t> updated_source;
   std::vector<int64_t> updated_offset;  // empty: whole parameters
   bool separate_masters = false;        // updated are fp32 copies, not the parameters
+  // ZeRO-3, where whole parameters are not resident: the owned stretches in
+  // the compute dtype (updated's order), which loading fills instead.
+  std::vector<at::Tensor> owned_compute;
   const optim::AdamW* optimizer = nullptr;
   int tp_rank = 0, tp_size = 1, dp_rank = 0;
   int tied_copy = -1;  // the head's copy of the tied embedding, if this rank holds it
@@ -39,8 +42,9 @@ struct HeldTensors {
 
 // The slices this rank writes.
 std::vector<checkpoint::TensorSlice> slices_to_save(const HeldTensors& held);
-// The slices this rank reads: every parameter (into the compute tensors),
-// the masters, and with optimizer_state the moments.
+// The slices this rank reads: every parameter (into the compute tensors;
+// at ZeRO-3 into owned_compute), the masters, and with optimizer_state the
+// moments.
 std::vector<checkpoint::TensorSlice> slices_to_load(const HeldTensors& held, bool optimizer_state);
 
 // The default CPU generator's state (what dropout draws from), as blob

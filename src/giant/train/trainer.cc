@@ -39,6 +39,7 @@
 #include "giant/train/progress.h"
 #include "giant/train/run_checkpoints.h"
 #include "giant/train/run_report.h"
+#include "giant/train/sharded_model.h"
 #include "giant/train/stage_model.h"
 #include "giant/train/step_guard.h"
 #include "giant/train/tensorboard_log.h"
@@ -307,7 +308,8 @@ void Trainer::State::build_reducer() {
   if (model.tied_index >= 0) alone.push_back(static_cast<size_t>(model.tied_index));
   if (mesh && c.parallel.dp > 1) {
     if (c.parallel.zero == 3) {
-      throw ConfigError("parallel.zero", "ZeRO stage 3 is not implemented yet");
+      reducer = build_sharded_parameters(c, model, mesh->dp_grads(), &clock.parameter_wait_s);
+      return;
     }
     auto buckets = std::make_unique<parallel::GradientReducer>(model.parameters, mesh->dp_grads(), bucket_bytes,
                                                                static_cast<int>(c.parallel.zero), grad_dtype, alone);
@@ -413,6 +415,7 @@ HeldTensors Trainer::State::held() const {
   h.updated = updated;
   h.updated_source = updated_source;
   if (sharded()) h.updated_offset = reducer->owned_parameter_offset();
+  if (reducer && reducer->zero_stage() == 3) h.owned_compute = reducer->owned_parameters();
   h.separate_masters = masters != nullptr;
   h.optimizer = optimizer.get();
   h.tp_rank = tp.rank;
@@ -495,6 +498,12 @@ Trainer::~Trainer() = default;
 
 std::vector<at::Tensor> Trainer::parameters() const { return state_->parameters(); }
 std::vector<std::string> Trainer::parameter_names() const { return state_->model.names; }
+std::vector<at::Tensor> Trainer::whole_parameters() const {
+  const WholeParameters whole(state_->reducer.get());
+  std::vector<at::Tensor> copies;
+  for (const auto& p : state_->parameters()) copies.push_back(p.detach().clone());
+  return copies;
+}
 const optim::AdamW& Trainer::optimizer() const { return *state_->optimizer; }
 std::vector<at::Tensor> Trainer::updated_tensors() const { return state_->updated; }
 
@@ -550,6 +559,7 @@ std::string Trainer::State::write_sample() {
   options.vocab = config.model.vocab;
   options.seq_len = config.model.seq_len;
   options.seed = static_cast<uint64_t>(t.seed);
+  const WholeParameters whole(reducer.get());  // generation reads them outside the layers' forward
   executor->set_training(false);
   // Without a pipeline this rank holds the whole model (its tp shard of
   // it): a key-value cache; a pipeline runs the whole window each token.

@@ -78,6 +78,10 @@ class Trainer {
   // the order the hooks see them.
   std::vector<at::Tensor> parameters() const;
   std::vector<std::string> parameter_names() const;
+  // Copies of this rank's parameters, whole: at parallel.zero=3, where only
+  // a layer running holds its whole parameters, gathered over the dp group
+  // (collective: every dp rank calls it together).
+  std::vector<at::Tensor> whole_parameters() const;
   // The optimizer, and what it updates: the parameters in fp32, or with
   // mixed precision their fp32 masters (with a sharded optimizer, this
   // rank's stretches of them).

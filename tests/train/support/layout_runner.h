@@ -1,7 +1,8 @@
 // Runs one layout of a small training job with its ranks as threads over
 // one MemoryStore and collects, per rank, the gradients after the first
-// step, the tied embedding after every step, and the final parameters; the
-// losses come from the leader's metrics.jsonl. Shared by the layout tests.
+// step, the tied embedding after every step (not at ZeRO-3, where it is not
+// resident between layers), and the final parameters (whole); the losses
+// come from the leader's metrics.jsonl. Shared by the layout tests.
 #pragma once
 
 #include <fstream>
@@ -149,7 +150,7 @@ class LayoutRunner {
     const models::TiedWeightNames tied;
     TrainHooks hooks;
     hooks.after_backward = [&](int64_t step, const std::vector<at::Tensor>& grads) {
-      for (size_t i = 0; i < params.size(); ++i) {
+      for (size_t i = 0; i < params.size() && layout.zero < 3; ++i) {  // ZeRO-3: not resident between layers
         if (names[i] == tied.owner || names[i] == tied.copy) mine.tied_weight.push_back(params[i].detach().clone());
       }
       if (step != 0) return;
@@ -159,7 +160,8 @@ class LayoutRunner {
     names = trainer.parameter_names();
     params = trainer.parameters();
     mine.summary = trainer.run();
-    for (size_t i = 0; i < params.size(); ++i) mine.final_params[names[i]] = params[i].detach().clone();
+    params = trainer.whole_parameters();
+    for (size_t i = 0; i < params.size(); ++i) mine.final_params[names[i]] = params[i];
   }
 
   std::vector<std::string> extra_;
