@@ -1,18 +1,22 @@
-// ZeRO stages 2 and 3 against ZeRO-0 through the trainer, at (dp, tp, pp) in
-// {(2,1,1), (2,2,1), (2,1,2)}, fp32, dropout 0, ranks as threads, 10 steps.
-// With one micro-batch per step the stages add the same two values per
-// element (dp = 2) and the final parameters are bitwise equal without
-// clipping; with clipping the gradient norm sums the owners' stretches in
-// another order (in double: within 1e-16, so the clipping scale rounds to
-// the same float) and the bound is 1e-6 per-tensor relative norm (measured:
-// bitwise). With two micro-batches stages 2 and 3 reduce each micro-batch,
-// summing over micro-batches after the average over ranks rather than before
-// (DeepSpeed's order too): each gradient differs in its last bits, which
-// AdamW's normalisation magnifies on the smallest ones (the biases) to about
-// 1e-4 after 10-20 steps; the bound there is 2e-4.
+// ZeRO stages 2 and 3 through the trainer against ZeRO 0 at (dp, tp, pp) =
+// (2,1,1), (2,2,1), (2,1,2), ranks as threads (layout_runner.h), 20 steps, fp32.
+//
+// With one micro-batch per step (train.global_batch = dp x micro_batch) both
+// average the same two values per element (ZeRO-0's bucket allreduce,
+// ZeRO-2's per-bucket and ZeRO-3's per-layer reduce-scatter), so without
+// clipping the final parameters are bitwise equal. With clipping the
+// gradient norm sums the owners' stretches in another order (in double, so
+// the clipping scale rounds to the same float): bound 1e-6. With several
+// micro-batches ZeRO-2 and 3 reduce each micro-batch (as DeepSpeed does) where
+// ZeRO-0 sums them first: measured at most 3.1e-7 (bound 1e-5). The qkv
+// bias is reported apart (see compare_final): up to 1.2e-4 (bound 1e-3 with
+// several micro-batches). bf16 against bf16 ZeRO-0: losses within 1.1e-4
+// (bound 1e-2), parameters within 3.5e-3 (bound 2e-2: a bf16 rounding or
+// two). zero3_regather off against on: the same arithmetic, bitwise.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -23,67 +27,137 @@ namespace giant::train {
 namespace {
 
 using test::Layout;
-using test::relative_error;
 using test::RunResult;
 
-struct Shape {
-  int dp, tp, pp;
-};
-
-std::string describe(const Layout& l) {
-  return "dp " + std::to_string(l.dp) + " tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " zero " +
-         std::to_string(l.zero) + (l.clip ? "" : " without clipping");
-}
-
-// The worst per-tensor relative error of the final parameters against
-// `expected`, rank by rank (the same layout: the same names on each).
-double compare_final(const RunResult& result, const RunResult& expected, double bound, const Layout& layout) {
+// The worst relative norm error over every rank's final parameters
+// (requiring bitwise equality when `exact`), but for the attention's qkv
+// bias, reported apart (*worst_key_bias): softmax is invariant to the key
+// bias, whose true gradient is zero, so AdamW's normalised steps follow
+// rounding noise there and any change of summation order shows in full.
+double compare_final(const RunResult& result, const RunResult& reference, bool exact, const std::string& what,
+                     std::string* worst_name = nullptr, double* worst_key_bias = nullptr) {
+  std::string ignored;
+  if (worst_name == nullptr) worst_name = &ignored;
   double worst = 0;
-  EXPECT_EQ(result.ranks.size(), expected.ranks.size());
-  for (size_t r = 0; r < result.ranks.size() && r < expected.ranks.size(); ++r) {
+  EXPECT_EQ(result.ranks.size(), reference.ranks.size()) << what;
+  for (size_t r = 0; r < result.ranks.size() && r < reference.ranks.size(); ++r) {
+    EXPECT_EQ(result.ranks[r].final_params.size(), reference.ranks[r].final_params.size()) << what;
     for (const auto& [name, value] : result.ranks[r].final_params) {
-      const torch::Tensor& other = expected.ranks[r].final_params.at(name);
-      const double error = relative_error(value, other);
-      worst = std::max(worst, error);
-      if (bound == 0) {
-        EXPECT_TRUE(torch::equal(value, other)) << name << " on rank " << r << ", " << describe(layout);
-      } else {
-        EXPECT_LE(error, bound) << name << " on rank " << r << ", " << describe(layout);
+      const torch::Tensor& expected = reference.ranks[r].final_params.at(name);
+      const double error = test::relative_error(value.to(torch::kFloat), expected.to(torch::kFloat));
+      if (name.find("qkv.tp_bias") != std::string::npos) {
+        if (worst_key_bias != nullptr) *worst_key_bias = std::max(*worst_key_bias, error);
+      } else if (error > worst) {
+        worst = error;
+        *worst_name = name + " (norm " + std::to_string(expected.to(torch::kFloat).norm().item<double>()) + ")";
+      }
+      if (exact) {
+        EXPECT_TRUE(torch::equal(value, expected)) << name << " on rank " << r << ": " << what;
       }
     }
   }
   return worst;
 }
 
-// The stages checked against ZeRO-0 (each run shares the reference runs).
-const std::vector<int> kStages{2};
+std::string describe(const Layout& l) {
+  return "dp " + std::to_string(l.dp) + " tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp);
+}
 
-TEST(ZeroLayouts, StagesTwoAndThreeReproduceStageZero) {
+const std::vector<Layout> kLayouts{{2, 1}, {2, 2}, {2, 1, 0, true, "fp32", 2}};
+
+Layout with(Layout l, int zero, bool clip, const char* precision = "fp32") {
+  l.zero = zero;
+  l.clip = clip;
+  l.precision = precision;
+  return l;
+}
+
+const std::vector<int> kStages{2, 3};
+
+TEST(ZeroLayouts, OneMicroBatchPerStepMatchesZero0) {
   torch::set_num_threads(1);
-  for (Shape shape : {Shape{2, 1, 1}, Shape{2, 2, 1}, Shape{2, 1, 2}}) {
-    for (int micro_batches : {1, 2}) {
-      // dp 2 x micro_batch 2 sequences per micro-batch.
-      const test::LayoutRunner runner(
-          {"model.layers=4", "train.steps=10", "train.global_batch=" + std::to_string(4 * micro_batches)});
-      // Accumulation changes only the order of the sums: clipping adds nothing there.
-      for (bool clip : micro_batches == 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-        Layout reference;
-        reference.dp = shape.dp;
-        reference.tp = shape.tp;
-        reference.pp = shape.pp;
-        reference.clip = clip;
-        const RunResult expected = runner.run(reference);
-        for (int zero : kStages) {
-          Layout sharded = reference;
-          sharded.zero = zero;
-          const RunResult result = runner.run(sharded);
-          const double bound = micro_batches > 1 ? 2e-4 : clip ? 1e-6 : 0.0;
-          const double worst = compare_final(result, expected, bound, sharded);
-          std::printf("%s, %d micro-batch(es): worst final parameter relative error against zero=0 %.2e\n",
-                      describe(sharded).c_str(), micro_batches, worst);
+  const test::LayoutRunner runner({"train.global_batch=4"});  // dp 2 x micro-batch 2
+  for (const Layout& layout : kLayouts) {
+    for (bool clip : {false, true}) {
+      SCOPED_TRACE(describe(layout) + (clip ? " with clipping" : " without clipping"));
+      const RunResult plain = runner.run(with(layout, 0, clip));
+      for (int zero : kStages) {
+        const RunResult sharded = runner.run(with(layout, zero, clip));
+        ASSERT_EQ(sharded.losses.size(), 20u);
+        EXPECT_LT(sharded.losses.back(), sharded.losses.front());
+        std::string worst_name;
+        double key_bias = 0;
+        const std::string what = "zero=" + std::to_string(zero) + " against zero=0";
+        const double worst = compare_final(sharded, plain, !clip, what, &worst_name, &key_bias);
+        if (clip) {
+          EXPECT_LE(worst, 1e-6) << what;
+          EXPECT_LE(key_bias, 1e-6) << what;
         }
+        std::printf("%s, %s, one micro-batch%s: worst final parameter relative error %.2e (%s), qkv bias %.2e\n",
+                    what.c_str(), describe(layout).c_str(), clip ? ", clipping" : "", worst, worst_name.c_str(),
+                    key_bias);
       }
     }
+  }
+}
+
+// Measured here: at most 2e-7 (dp 2 x pp 2); bound 1e-5.
+TEST(ZeroLayouts, SeveralMicroBatchesMatchZero0WithinRounding) {
+  torch::set_num_threads(1);
+  const test::LayoutRunner runner;  // global batch 8: 2 micro-batches per rank
+  for (const Layout& layout : kLayouts) {
+    SCOPED_TRACE(describe(layout));
+    const RunResult plain = runner.run(with(layout, 0, false));
+    for (int zero : kStages) {
+      const RunResult sharded = runner.run(with(layout, zero, false));
+      std::string worst_name;
+      double key_bias = 0;
+      const std::string what = "zero=" + std::to_string(zero) + " against zero=0, 2 micro-batches";
+      const double worst = compare_final(sharded, plain, false, what, &worst_name, &key_bias);
+      EXPECT_LE(worst, 1e-5) << what;
+      EXPECT_LE(key_bias, 1e-3) << what;
+      std::printf("%s, %s: worst final parameter relative error %.2e (%s), qkv bias %.2e\n", what.c_str(),
+                  describe(layout).c_str(), worst, worst_name.c_str(), key_bias);
+    }
+  }
+}
+
+TEST(ZeroLayouts, Zero3RegatherOffIsTheSameArithmetic) {
+  torch::set_num_threads(1);
+  const test::LayoutRunner regather;
+  const test::LayoutRunner held({"parallel.zero3_regather=false"});
+  for (const Layout& layout : {kLayouts[0], kLayouts[2]}) {
+    SCOPED_TRACE(describe(layout));
+    compare_final(held.run(with(layout, 3, true)), regather.run(with(layout, 3, true)), true,
+                  "zero3_regather off against on");
+  }
+}
+
+// bf16 compute, fp32 gradient shards and masters: against bf16 ZeRO-0 (which
+// sums the micro-batches' bf16 gradients in fp32 before one reduction).
+TEST(ZeroLayouts, Zero3Bf16MatchesZero0Bf16) {
+  torch::set_num_threads(1);
+  const test::LayoutRunner runner;
+  for (const Layout& layout : {kLayouts[0], kLayouts[2]}) {
+    SCOPED_TRACE(describe(layout));
+    const RunResult plain = runner.run(with(layout, 0, true, "bf16"));
+    const RunResult sharded = runner.run(with(layout, 3, true, "bf16"));
+    for (const auto& rank : sharded.ranks) {
+      for (const auto& [name, value] : rank.final_params) EXPECT_EQ(value.scalar_type(), torch::kBFloat16) << name;
+    }
+    ASSERT_EQ(sharded.losses.size(), plain.losses.size());
+    double worst_loss = 0;
+    for (size_t step = 0; step < plain.losses.size(); ++step) {
+      worst_loss = std::max(worst_loss, std::abs(sharded.losses[step] - plain.losses[step]) / plain.losses[step]);
+    }
+    std::string worst_name;
+    double key_bias = 0;
+    const double worst = compare_final(sharded, plain, false, "bf16 zero=3 against zero=0", &worst_name, &key_bias);
+    EXPECT_LE(worst_loss, 1e-2);
+    EXPECT_LE(worst, 2e-2);
+    std::printf("bf16 zero=3 against zero=0, %s: worst loss relative error %.2e, final parameters %.2e (%s), "
+                "qkv bias %.2e\n",
+                describe(layout).c_str(), worst_loss, worst, worst_name.c_str(), key_bias);
   }
 }
 
