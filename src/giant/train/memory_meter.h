@@ -3,7 +3,8 @@
 //   engine's own accounting (GradientSync::held_bytes()) where it keeps one;
 //   otherwise from the tensors themselves: the parameters, and the gradients
 //   as the update reads them (the reducer's buckets, or the parameters'
-//   .grad() when there is no reducer);
+//   .grad() when there is no reducer; at stages 2-3, which must keep their
+//   own accounting, only the owned shards' gradients are visible);
 // - optimizer state: AdamW's moments plus the fp32 masters (mixed precision);
 // - activations: the step's peak of tensor memory this rank allocated through
 //   torch's CPU allocator (tracking_allocator.h), less what was live when the
