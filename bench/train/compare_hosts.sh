@@ -9,6 +9,7 @@
 #   dp2      parallel.dp=2, micro-batch 8 per rank (the default ZeRO stage 1)
 #   pp2_m4   parallel.pp=2, parallel.schedule=1f1b, 4 micro-batches of 4
 #   pp2_m8   the same, 8 micro-batches of 2
+#   dp2_zero2, dp2_zero3  dp2 at parallel.zero=2 and 3 (not run unless named in --configs)
 # and what the planner predicts for each: `giant plan --calibrate --devices 2`
 # (two ranks computing at once, as here: both hosts share this machine's
 # cores), the file then edited to 2 hosts x 1 device with the inter-host link
@@ -36,8 +37,8 @@ build_dir=build
 reps=5
 steps=20
 rate=100mbit
-known="dp2 pp2_m4 pp2_m8"
-configs=$known
+known="dp2 pp2_m4 pp2_m8 dp2_zero2 dp2_zero3"
+configs="dp2 pp2_m4 pp2_m8"
 calibrated=
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
 while [[ $# -gt 0 ]]; do
@@ -82,6 +83,8 @@ trap 'stop_background; netns_hosts_down; rm -rf "$tmp"' EXIT
 # config -> "layout flags of giant train | the planner's --layout"
 declare -A flags=(
   [dp2]="--set parallel.dp=2 --set train.micro_batch=8|tp=1,pp=1,dp=2,mb=8,zero=1"
+  [dp2_zero2]="--set parallel.dp=2 --set train.micro_batch=8 --set parallel.zero=2|tp=1,pp=1,dp=2,mb=8,zero=2"
+  [dp2_zero3]="--set parallel.dp=2 --set train.micro_batch=8 --set parallel.zero=3|tp=1,pp=1,dp=2,mb=8,zero=3"
   [pp2_m4]="--set parallel.pp=2 --set parallel.schedule=1f1b --set train.micro_batch=4|tp=1,pp=2,dp=1,mb=4,schedule=1f1b"
   [pp2_m8]="--set parallel.pp=2 --set parallel.schedule=1f1b --set train.micro_batch=2|tp=1,pp=2,dp=1,mb=2,schedule=1f1b")
 tokens_per_step=$((16 * 128))

@@ -6,6 +6,9 @@
 #   dp2              giant launch --nproc 2, parallel.dp=2, 1 thread each, batch 8 per rank
 #                    (the default ZeRO stage 1: optimizer state and update sharded)
 #   dp2_zero0        dp2 with the whole optimizer on each rank (parallel.zero=0)
+#   dp2_zero2, dp2_zero3  dp2 with the gradients sharded too (parallel.zero=2), and the
+#                    parameters (parallel.zero=3, each layer gathered before it runs);
+#                    only when named in --configs
 #   two_independent  two concurrent single processes, no communication: the bound
 #                    for dp2 (tokens/s summed, step time the mean of the two; the
 #                    slower of the two is kept too: a synchronous step cannot beat it)
@@ -27,7 +30,8 @@
 # `summary dp2_step_over_two_independent=.. dp2_step_over_two_independent_paired=..
 # dp2_step_over_slower_independent_paired=.. dp2_tokens_over_pytorch_ddp=..
 # (the same four for dp2_zero0) tp2_tokens_over_single=.. dp2_tokens_over_dp2_fp32=..
-# tp2_tokens_over_tp2_fp32=..` (NA where a
+# tp2_tokens_over_tp2_fp32=.. dp2_zero2_tokens_over_dp2=.. dp2_zero3_tokens_over_dp2=..
+# dp2_zero3_tokens_over_pytorch_ddp=..` (NA where a
 # configuration was not run); _paired is the median over repetitions of the
 # ratio within each one;
 # dp2_step_over_slower_independent_paired compares dp2 with the slower of the two
@@ -62,9 +66,9 @@ fi
 case $precision in fp32|bf16) ;; *) echo "compare_parallel.sh: --precision must be fp32 or bf16, got '$precision'" >&2; exit 2 ;; esac
 read -r -a config_list <<< "$configs"
 for c in "${config_list[@]}"; do
-  case $c in single|dp2|dp2_zero0|two_independent|pytorch_ddp|tp2|dp2_fp32|tp2_fp32) ;;
+  case $c in single|dp2|dp2_zero0|dp2_zero2|dp2_zero3|two_independent|pytorch_ddp|tp2|dp2_fp32|tp2_fp32) ;;
     *) echo "compare_parallel.sh: --configs: unknown configuration '$c'" \
-            "(known: single dp2 dp2_zero0 two_independent pytorch_ddp tp2 dp2_fp32 tp2_fp32)" >&2; exit 2 ;;
+            "(known: single dp2 dp2_zero0 dp2_zero2 dp2_zero3 two_independent pytorch_ddp tp2 dp2_fp32 tp2_fp32)" >&2; exit 2 ;;
   esac
 done
 (( ${#config_list[@]} > 0 )) || { echo "compare_parallel.sh: --configs is empty" >&2; exit 2; }
@@ -80,6 +84,8 @@ common=("${bench_model[@]}")
 single_flags=(--set train.global_batch=8 --set train.micro_batch=8)
 dp2_flags=(--set parallel.dp=2 --set train.global_batch=16 --set train.micro_batch=8)
 dp2_zero0_flags=("${dp2_flags[@]}" --set parallel.zero=0)
+dp2_zero2_flags=("${dp2_flags[@]}" --set parallel.zero=2)
+dp2_zero3_flags=("${dp2_flags[@]}" --set parallel.zero=3)
 tp2_flags=(--set parallel.tp=2 --set train.global_batch=8 --set train.micro_batch=8)
 fp32_flags=(--set train.precision=fp32)  # after common's: the last --set wins
 launch=("$giant" launch --nproc 2 --)
@@ -92,6 +98,8 @@ trap 'stop_background; rm -rf "$tmp"' EXIT
 run_single() { run_giant single "$giant" train "${common[@]}" "${single_flags[@]}"; comm_wait_s=0; }
 run_dp2() { run_giant dp2 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}"; }
 run_dp2_zero0() { run_giant dp2_zero0 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_zero0_flags[@]}"; }
+run_dp2_zero2() { run_giant dp2_zero2 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_zero2_flags[@]}"; }
+run_dp2_zero3() { run_giant dp2_zero3 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_zero3_flags[@]}"; }
 run_tp2() { run_giant tp2 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}"; }
 run_dp2_fp32() { run_giant dp2_fp32 "${launch[@]}" "$giant" train "${common[@]}" "${dp2_flags[@]}" "${fp32_flags[@]}"; }
 run_tp2_fp32() { run_giant tp2_fp32 "${launch[@]}" "$giant" train "${common[@]}" "${tp2_flags[@]}" "${fp32_flags[@]}"; }
@@ -110,6 +118,8 @@ commands=(
   "single: $giant train ${common[*]} ${single_flags[*]} --set $(out_flag single)"
   "dp2: ${launch[*]} $giant train ${common[*]} ${dp2_flags[*]} --set $(out_flag dp2)"
   "dp2_zero0: ${launch[*]} $giant train ${common[*]} ${dp2_zero0_flags[*]} --set $(out_flag dp2_zero0)"
+  "dp2_zero2: ${launch[*]} $giant train ${common[*]} ${dp2_zero2_flags[*]} --set $(out_flag dp2_zero2)"
+  "dp2_zero3: ${launch[*]} $giant train ${common[*]} ${dp2_zero3_flags[*]} --set $(out_flag dp2_zero3)"
   "two_independent: 2 concurrent x $giant train ${common[*]} ${single_flags[*]} --set $(out_flag "independent\$i"), i = 0, 1"
   "pytorch_ddp: ${ddp[*]}"
   "tp2: ${launch[*]} $giant train ${common[*]} ${tp2_flags[*]} --set $(out_flag tp2)"
@@ -121,7 +131,7 @@ done
 echo "# reps=$reps steps=$steps precision=$precision configs=\"${config_list[*]}\" (order rotates each repetition)"
 
 declare -A all_tokens all_step all_comm rep_step paired_ratios slower_ratios
-dp_variants="dp2 dp2_zero0"
+dp_variants="dp2 dp2_zero0 dp2_zero2 dp2_zero3"
 n=${#config_list[@]}
 for ((rep = 0; rep < reps; ++rep)); do
   for ((k = 0; k < n; ++k)); do
@@ -143,7 +153,7 @@ for ((rep = 0; rep < reps; ++rep)); do
 done
 
 declare -A med_tokens med_step med_comm
-for c in single dp2 dp2_zero0 two_independent pytorch_ddp tp2 dp2_fp32 tp2_fp32; do med_tokens[$c]=NA med_step[$c]=NA med_comm[$c]=NA; done
+for c in single dp2 dp2_zero0 dp2_zero2 dp2_zero3 two_independent pytorch_ddp tp2 dp2_fp32 tp2_fp32; do med_tokens[$c]=NA med_step[$c]=NA med_comm[$c]=NA; done
 printf '%-16s %14s %10s %12s\n' config tokens_per_s step_s comm_wait_s
 for c in "${config_list[@]}"; do
   med_tokens[$c]=$(tr ' ' '\n' <<< "${all_tokens[$c]}" | grep . | median)
@@ -170,4 +180,6 @@ echo "summary ${summary[*]}" \
      "tp2_tokens_over_single=$(ratio "${med_tokens[tp2]}" "${med_tokens[single]}")" \
      "dp2_tokens_over_dp2_fp32=$(ratio "${med_tokens[dp2]}" "${med_tokens[dp2_fp32]}")" \
      "tp2_tokens_over_tp2_fp32=$(ratio "${med_tokens[tp2]}" "${med_tokens[tp2_fp32]}")" \
+     "dp2_zero2_tokens_over_dp2=$(ratio "${med_tokens[dp2_zero2]}" "${med_tokens[dp2]}")" \
+     "dp2_zero3_tokens_over_dp2=$(ratio "${med_tokens[dp2_zero3]}" "${med_tokens[dp2]}")" \
      "precision=$precision reps=$reps steps=$steps"

@@ -1,5 +1,6 @@
 #include "giant/optim/clipping.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <ATen/ATen.h>
@@ -9,6 +10,25 @@
 #include "giant/parallel/tensor_collectives.h"
 
 namespace giant::optim {
+namespace {
+
+
+// The sum of squares accumulated in double (each square rounded in the
+// gradient's own dtype, the same in any layout): a sharded optimizer's
+// stretches then sum to the whole gradients' value within 1e-16, so the
+// clipping scale rounds to the same float whatever the ZeRO stage.
+double sum_of_squares(const at::Tensor& grad) {
+  const at::Tensor flat = grad.reshape({-1});
+  constexpr int64_t kChunk = int64_t{1} << 18;  // bounds the temporary squares
+  double total = 0.0;
+  for (int64_t begin = 0; begin < flat.numel(); begin += kChunk) {
+    const at::Tensor part = flat.narrow(0, begin, std::min(kChunk, flat.numel() - begin));
+    total += part.pow(2).sum(at::kDouble).item<double>();
+  }
+  return total;
+}
+
+}  // namespace
 
 double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::vector<bool>& is_shard,
                         const GradNormGroups& groups) {
@@ -18,10 +38,7 @@ double global_grad_norm(const std::vector<at::Tensor>& parameters, const std::ve
   double shards = 0.0, replicated = 0.0;
   for (size_t i = 0; i < parameters.size(); ++i) {
     const at::Tensor& grad = parameters[i].grad();
-    if (grad.defined()) {
-      const double norm = grad.norm().item<double>();
-      (!is_shard.empty() && is_shard[i] ? shards : replicated) += norm * norm;
-    }
+    if (grad.defined()) (!is_shard.empty() && is_shard[i] ? shards : replicated) += sum_of_squares(grad);
   }
   if (spans(groups.partition)) {
     at::Tensor parts = at::tensor({shards, replicated}, at::kDouble);

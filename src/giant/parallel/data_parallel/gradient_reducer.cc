@@ -50,6 +50,8 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
       grad_views_(parameters_.size()),
       other_dtype_(parameters_.size()),
       view_has_step_(parameters_.size()),
+      offset_in_bucket_(parameters_.size()),
+      in_round_(parameters_.size()),
       zero_stage_(zero_stage),
       shard_optimizer_(zero_stage >= 1) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
@@ -84,19 +86,41 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
     if (shard_optimizer_) elements = (elements + ranks - 1) / ranks * ranks;
     const at::Tensor& first = parameters_[groups[b].front()];
     const auto options = first.options().requires_grad(false);
-    buckets_[b].buffer = bucket_storage(elements, grad_dtype ? options.dtype(*grad_dtype) : options);
-    buckets_[b].parameters = groups[b].size();
+    const auto bucket_options = grad_dtype ? options.dtype(*grad_dtype) : options;
+    Bucket& bucket = buckets_[b];
+    bucket.elements = elements;
+    bucket.parameters = groups[b].size();
+    // Stage 2 keeps no whole bucket: its rounds are staged (gradient_rounds.cc).
+    if (zero_stage_ < 2) bucket.buffer = bucket_storage(elements, bucket_options);
+    staging_elements_ = std::max(staging_elements_, elements);
     int64_t offset = 0;
     for (size_t i : groups[b]) {
       at::Tensor& p = parameters_[i];
-      grad_views_[i] = buckets_[b].buffer.narrow(0, offset, p.numel()).view(p.sizes());
+      offset_in_bucket_[i] = offset;
+      bucket_of_[i] = b;
+      offset += p.numel();
+      if (zero_stage_ >= 2) continue;
+      grad_views_[i] = bucket.buffer.narrow(0, offset_in_bucket_[i], p.numel()).view(p.sizes());
       other_dtype_[i] = grad_views_[i].scalar_type() != p.scalar_type();
       if (!other_dtype_[i]) p.mutable_grad() = grad_views_[i];
-      offset += p.numel();
-      bucket_of_[i] = b;
+    }
+    bucket.content = offset;
+    bucket.members = groups[b];
+    if (zero_stage_ >= 2) {
+      bucket.shard_grad = torch::zeros({elements / ranks}, bucket_options);
+      staging_options_ = bucket_options;
     }
   }
   if (shard_optimizer_) shard(groups);
+  if (zero_stage_ >= 2) {
+    constexpr int kStagingBuffers = 3;  // rounds being filled, launched and folded at once
+    for (int k = 0; k < kStagingBuffers; ++k) {
+      staging_pool_.push_back(bucket_storage(staging_elements_, staging_options_));
+      ++staging_buffers_;
+    }
+  }
+  update_held_bytes();
+  held_.peak = held_.now;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     // The parameter holds its accumulator only weakly: keep it alive, or
     // the hook would vanish with the first graph.
@@ -114,8 +138,8 @@ void GradientReducer::shard(const std::vector<std::vector<size_t>>& groups) {
     Bucket& bucket = buckets_[b];
     // In the parameters' dtype: with bf16 parameters the gather moves half the bytes.
     bucket.parameters_buffer =
-        bucket_storage(bucket.buffer.numel(), parameters_[groups[b].front()].options().requires_grad(false));
-    const int64_t block = bucket.buffer.numel() / comm_->size();
+        bucket_storage(bucket.elements, parameters_[groups[b].front()].options().requires_grad(false));
+    const int64_t block = bucket.elements / comm_->size();
     const int64_t mine_begin = rank * block, mine_end = mine_begin + block;
     int64_t offset = 0;
     for (size_t i : groups[b]) {
@@ -128,7 +152,8 @@ void GradientReducer::shard(const std::vector<std::vector<size_t>>& groups) {
       const int64_t begin = std::max(offset, mine_begin), end = std::min(offset + n, mine_end);
       if (begin < end) {
         at::Tensor owned = bucket.parameters_buffer.narrow(0, begin, end - begin);
-        owned.mutable_grad() = bucket.buffer.narrow(0, begin, end - begin);
+        owned.mutable_grad() = zero_stage_ >= 2 ? bucket.shard_grad.narrow(0, begin - mine_begin, end - begin)
+                                                : bucket.buffer.narrow(0, begin, end - begin);
         owned_.push_back(owned);
         owned_source_.push_back(i);
         owned_offset_.push_back(begin - offset);
@@ -173,6 +198,14 @@ double GradientReducer::wait_parameters() { return wait_parameters_through(param
 
 GradientReducer::~GradientReducer() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  for (auto& round : in_flight_) {
+    if (round.work.test()) continue;
+    comm_->abort("gradient reducer destroyed while a gradient round was in flight");
+    try {
+      round.work.wait();
+    } catch (...) {
+    }
+  }
   for (auto& bucket : buckets_) {
     for (auto [in_flight, work] : {std::pair{bucket.launched, &bucket.work}, {bucket.gathering, &bucket.gather}}) {
       if (!in_flight || work->test()) continue;
@@ -189,7 +222,9 @@ GradientReducer::~GradientReducer() {
 void GradientReducer::zero_grad() {
   for (auto& bucket : buckets_) {
     GIANT_CHECK(!bucket.launched, "zero_grad while a gradient reduction is in flight (call finish first)");
+    bucket.shard_has_step = false;
   }
+  GIANT_CHECK(in_flight_.empty(), "zero_grad while a gradient round is in flight (call finish first)");
   for (auto& p : parameters_) p.mutable_grad().reset();
   std::fill(view_has_step_.begin(), view_has_step_.end(), false);
 }
@@ -223,6 +258,10 @@ void GradientReducer::begin_micro_batch(bool last) {
 }
 
 void GradientReducer::mark_ready(size_t parameter) {
+  if (zero_stage_ >= 2) {
+    accept_into_round(parameter);
+    return;
+  }
   adopt_gradient(parameter);
   if (!last_micro_batch_) return;
   Bucket& bucket = buckets_[bucket_of_[parameter]];
@@ -242,6 +281,7 @@ void GradientReducer::launch_in_order() {
 }
 
 double GradientReducer::finish() {
+  if (zero_stage_ >= 2) return finish_rounds();
   // Parameters backward did not reach (or gradients set by hand) join their
   // buckets before these are launched.
   for (size_t i = 0; i < parameters_.size(); ++i) adopt_gradient(i);
@@ -262,6 +302,25 @@ const at::Tensor& GradientReducer::grad_view(size_t parameter) const {
 }
 
 HeldBytesReport GradientReducer::held_bytes() const { return held_; }
+
+void GradientReducer::update_held_bytes() {
+  HeldBytes& now = held_.now;
+  now = {};
+  for (const auto& bucket : buckets_) {
+    if (bucket.parameters_buffer.defined()) now.parameters += bucket.parameters_buffer.nbytes();
+    if (bucket.buffer.defined()) now.gradients += bucket.buffer.nbytes();
+    if (bucket.shard_grad.defined()) now.gradients += bucket.shard_grad.nbytes();
+  }
+  if (!shard_optimizer_) {
+    for (const auto& p : parameters_) now.parameters += p.nbytes();
+  }
+  now.comm_buffers = staging_buffers_ * staging_elements_ * static_cast<int64_t>(c10::elementSize(
+                                                                 staging_options_.dtype().toScalarType()));
+  HeldBytes& peak = held_.peak;
+  peak.parameters = std::max(peak.parameters, now.parameters);
+  peak.gradients = std::max(peak.gradients, now.gradients);
+  peak.comm_buffers = std::max(peak.comm_buffers, now.comm_buffers);
+}
 
 void GradientReducer::reset_peaks() { held_.peak = held_.now; }
 

@@ -24,6 +24,19 @@
 // parameters' bucket first), and wait_parameters_through(p) returns once the
 // parameters up to p hold the whole update.
 //
+// ZeRO stage 2 also shards the gradients: no whole bucket outlives its
+// reduction. Every micro-batch's gradients are copied into a staging buffer
+// per bucket (a round), reduce-scattered as soon as the bucket's round is
+// complete, and this rank's block is added into the bucket's persistent
+// gradient shard (copied for the step's first round); staging buffers are
+// pooled, so they number the rounds in flight, not the buckets. Rounds are
+// launched in a fixed cyclic bucket order (identical on every rank); a
+// parameter whose gradient arrives twice before its bucket's round is
+// complete (its bucket holds one that got none) adds into the same round,
+// and finish() completes partial rounds with zeros. With several
+// micro-batches the sum over them is therefore taken after the average
+// over the ranks, not before as at stages 0 and 1: equal to rounding.
+//
 // Mixed precision: the buckets may hold the gradients in another dtype than
 // the parameters' (fp32 gradients of bf16 parameters). Then each fresh
 // gradient is added into its bucket as soon as it is accumulated (copied
@@ -34,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -122,7 +136,34 @@ class GradientReducer : public GradientSync {
     bool launched = false;
     ccl::Work gather;  // sharded: the parameters' allgather
     bool gathering = false;
+    // Stage 2: this rank's block of the step's reduced gradient, the round
+    // being filled (undefined: none), rounds complete and waiting their turn.
+    at::Tensor shard_grad;
+    bool shard_has_step = false;
+    at::Tensor filling;
+    size_t filling_ready = 0;
+    std::deque<at::Tensor> complete;
+    int64_t rounds = 0;  // launched this step
+    int64_t elements = 0;  // padded
+    int64_t content = 0;   // the parameters' elements (the rest is padding)
+    std::vector<size_t> members;
   };
+  // Stage 2: a launched round.
+  struct InFlight {
+    size_t bucket;
+    at::Tensor staging;
+    ccl::Work work;
+  };
+  // Stage 2 (gradient_rounds.cc).
+  void accept_into_round(size_t parameter);
+  void complete_round(size_t bucket);
+  void launch_rounds_in_order(bool flush);
+  at::Tensor acquire_staging(size_t bucket);
+  void fold_oldest_round();
+  // Folds the rounds whose reduction is done (wait: all of them, waiting).
+  void fold_in_flight(bool wait);
+  double finish_rounds();
+  void update_held_bytes();
   void launch_in_order();
   // Makes the parameter's gradient its bucket view again: copies a fresh
   // gradient in, or zeroes the view when there is none. A gradient of
@@ -148,6 +189,12 @@ class GradientReducer : public GradientSync {
   std::vector<int64_t> owned_offset_;
   std::vector<bool> other_dtype_;     // the parameter's dtype is not its bucket's
   std::vector<bool> view_has_step_;   // the view holds this step's gradient (since zero_grad)
+  std::vector<int64_t> offset_in_bucket_;
+  std::vector<bool> in_round_;        // stage 2: the gradient is in its bucket's filling round
+  std::deque<InFlight> in_flight_;
+  std::vector<at::Tensor> staging_pool_;
+  int64_t staging_elements_ = 0, staging_buffers_ = 0;
+  at::TensorOptions staging_options_;
   const int zero_stage_;
   const bool shard_optimizer_;  // stage 1 or 2
   HeldBytesReport held_;
