@@ -28,6 +28,18 @@ std::string line_of(const Json& record) {
   return record.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// Bytes by kind (MemoryUse's fields), without the process's RSS.
+Json memory_bytes(const MemoryUse& m) {
+  Json record;
+  record["parameters"] = m.parameters;
+  record["gradients"] = m.gradients;
+  record["optimizer_state"] = m.optimizer_state;
+  record["activations"] = m.activations;
+  record["comm_buffers"] = m.comm_buffers;
+  record["total"] = m.total();
+  return record;
+}
+
 }  // namespace
 
 // The lines of `path` worth keeping when a run resumes after `step`: the
@@ -71,6 +83,7 @@ void MetricsLog::step(const StepReport& r, double comm_wait_s) {
   record["optimizer_s"] = number(r.optimizer_s);
   record["comm_wait_s"] = number(comm_wait_s);
   record["max_rss_bytes"] = max_resident_bytes();
+  if (r.memory.measured()) record["memory_bytes"] = memory_bytes(r.memory);
   record["skipped"] = r.skipped;
   if (r.loss_scale > 0) record["loss_scale"] = number(r.loss_scale);
   if (r.checkpoint_writing) record["checkpoint_writing"] = true;
@@ -100,6 +113,10 @@ void MetricsLog::summary(const TrainSummary& s) {
   record["precision"] = s.precision;
   if (s.final_loss_scale > 0) record["loss_scale"] = number(s.final_loss_scale);
   record["seconds"] = number(s.seconds);
+  if (s.memory_peak.measured()) {
+    record["peak_memory_bytes"] = memory_bytes(s.memory_peak);
+    record["max_rss_bytes"] = s.memory_peak.max_rss;
+  }
   record["sample"] = s.sample;
   write(line_of(record));
 }

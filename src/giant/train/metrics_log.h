@@ -22,7 +22,10 @@ class MetricsLog {
 
   // The step's report and its time blocked in communication, with the wall
   // clock (`time`, ISO 8601 UTC) and the process's peak memory
-  // (`max_rss_bytes`) as the record is written.
+  // (`max_rss_bytes`) as the record is written, and this rank's memory by
+  // kind during the step (`memory_bytes`: parameters, gradients,
+  // optimizer_state, activations, comm_buffers, total) when measured. The
+  // summary has each kind's peak over the run (`peak_memory_bytes`).
   void step(const StepReport& report, double comm_wait_s);
   void evaluation(int64_t step, double val_loss);
   void summary(const TrainSummary& summary);  // the sample must be printable_utf8 already

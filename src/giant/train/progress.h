@@ -7,6 +7,8 @@
 #include <ostream>
 #include <string>
 
+#include "giant/train/memory_use.h"
+
 namespace giant::train {
 
 struct StepReport {
@@ -18,6 +20,7 @@ struct StepReport {
   bool skipped = false;
   double loss_scale = 0;  // the scale this step's loss was multiplied by (0: no loss scaling)
   bool checkpoint_writing = false;  // a background save was being written while this step ran
+  MemoryUse memory;  // this rank's during the step (not measured: all 0)
 };
 
 class Progress {

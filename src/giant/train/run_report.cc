@@ -27,6 +27,13 @@ void RunReporter::step(const StepReport& report, double comm_wait_s, bool overfl
     progress_.line("step " + step + " skipped: loss " + std::to_string(report.loss) + ", gradient norm " +
                    std::to_string(report.grad_norm) + " (not finite)");
   }
+  if (report.memory.measured()) {
+    memory_peak_.take_max(report.memory);
+    if (!memory_shown_) {
+      progress_.line("memory after step " + step + " (this rank): " + describe_memory(report.memory));
+      memory_shown_ = true;
+    }
+  }
   if (metrics_) metrics_->step(report, comm_wait_s);
   if (tensorboard_) tensorboard_->step(report);
   if (report.step == 1) first_loss_ = report.loss;
@@ -54,6 +61,8 @@ void RunReporter::fill(TrainSummary& summary) const {
   summary.mfu_median = median(mfu_);
   summary.step_s_median = median(step_seconds_);
   summary.comm_wait_s_median = median(comm_waits_);
+  summary.memory_peak = memory_peak_;
+  if (memory_peak_.measured()) progress_.line("memory peak over the run (this rank): " + describe_memory(memory_peak_));
 }
 
 }  // namespace giant::train

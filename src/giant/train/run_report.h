@@ -25,7 +25,8 @@ class RunReporter {
   // for the next step, when this one overflowed.
   void step(const StepReport& report, double comm_wait_s, bool overflowed, double scale_after);
   void evaluation(int64_t step, double train_loss, double val_loss, double elapsed_s);
-  // Losses and medians into the summary.
+  // Losses, medians and the memory peaks into the summary; prints the
+  // memory peak line.
   void fill(TrainSummary& summary) const;
 
  private:
@@ -35,6 +36,8 @@ class RunReporter {
   int64_t total_steps_;
   double first_loss_ = 0, last_loss_ = 0;
   std::vector<double> tokens_per_s_, mfu_, step_seconds_, comm_waits_;
+  bool memory_shown_ = false;  // the memory line after the run's first step
+  MemoryUse memory_peak_;
 };
 
 double median(std::vector<double> values);

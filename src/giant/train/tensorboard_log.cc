@@ -139,6 +139,16 @@ void TensorBoardLog::step(const StepReport& r) {
                                                       {"perf/step_s", r.step_s},
                                                       {"memory/max_rss_bytes", static_cast<double>(max_resident_bytes())}};
   if (r.loss_scale > 0) scalars.emplace_back("optim/loss_scale", r.loss_scale);
+  if (r.memory.measured()) {
+    const MemoryUse& m = r.memory;
+    const std::pair<const char*, int64_t> kinds[] = {{"memory/parameters", m.parameters},
+                                                     {"memory/gradients", m.gradients},
+                                                     {"memory/optimizer_state", m.optimizer_state},
+                                                     {"memory/activations", m.activations},
+                                                     {"memory/comm_buffers", m.comm_buffers},
+                                                     {"memory/total", m.total()}};
+    for (const auto& [tag, bytes] : kinds) scalars.emplace_back(tag, static_cast<double>(bytes));
+  }
   write_scalars(r.step, scalars);
 }
 

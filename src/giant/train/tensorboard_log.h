@@ -26,7 +26,10 @@ class TensorBoardLog {
   explicit TensorBoardLog(const std::string& dir, std::optional<int64_t> resumed_step = std::nullopt);
 
   // loss/train, optim/lr, optim/grad_norm, perf/tokens_per_s, perf/mfu,
-  // perf/step_s and memory/max_rss_bytes (the process's peak).
+  // perf/step_s and memory/max_rss_bytes (the process's peak); when measured,
+  // this rank's bytes by kind: memory/parameters, memory/gradients,
+  // memory/optimizer_state, memory/activations, memory/comm_buffers and
+  // memory/total.
   void step(const StepReport& report);
   void evaluation(int64_t step, double val_loss);  // loss/val
 

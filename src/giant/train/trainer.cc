@@ -32,6 +32,7 @@
 #include "giant/train/local_executor.h"
 #include "giant/train/matmul_rate.h"
 #include "giant/train/memory_check.h"
+#include "giant/train/memory_meter.h"
 #include "giant/train/metrics_log.h"
 #include "giant/train/micro_batches.h"
 #include "giant/train/pipeline_step.h"
@@ -70,6 +71,7 @@ struct Trainer::State {
   std::ostream& out;
   Progress progress;
   TrainHooks hooks;
+  MemoryMeter memory;  // first: it counts what the rank allocates from here on
   bool leader = true;  // world rank 0: prints and writes files
   std::unique_ptr<parallel::Mesh> mesh;  // with more than one rank; holds the world
   parallel::TensorParallelGroup tp;
@@ -256,6 +258,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   if (s.mixed_precision()) initial = s.convert_to_compute_dtype();
   s.build_reducer();
   s.build_optimizer(std::move(initial));
+  s.memory.watch({s.reducer.get(), s.parameters(), s.optimizer.get(), s.masters.get()});
   s.build_executor();
   if (c.train.dynamic_loss_scaling()) {
     s.loss_scaler.emplace(optim::LossScalerOptions{c.train.loss_scale_initial, c.train.loss_scale_window,
@@ -600,6 +603,7 @@ TrainSummary Trainer::run() {
     trace = std::make_unique<torch::autograd::profiler::RecordProfile>((s.out_dir / "trace.json").string());
   }
   Stopwatch run_watch;
+  s.memory.bind_this_thread();
   s.executor->set_training(true);
   if (s.resumed_generator) {
     restore_generator_state(*s.resumed_generator);
@@ -617,6 +621,7 @@ TrainSummary Trainer::run() {
     report.loss_scale = s.loss_scaler ? s.loss_scaler->scale() : 0.0;
     const double loss_scale = s.loss_scaler ? report.loss_scale : 1.0;
     report.checkpoint_writing = s.checkpoints->in_flight();
+    s.memory.begin_step();
     const StepLoss accumulated = s.executor->train_step(step, loss_scale, report);
     if (s.hooks.after_backward) s.hooks.after_backward(step, s.gradients());
 
@@ -625,6 +630,7 @@ TrainSummary Trainer::run() {
     const bool overflowed = s.update(step, report.loss, loss_scale, step_guard, report);
     if (overflowed) ++loss_scale_skips;
     report.optimizer_s = optimizer_watch.seconds();
+    report.memory = s.memory.end_step();
     report.step_s = step_watch.seconds();
     if (trace && step + 1 == t.trace_steps) {
       trace.reset();  // writes the file

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "giant/train/memory_use.h"
 #include "giant/train/run_config.h"
 
 namespace at {
@@ -51,6 +52,7 @@ struct TrainSummary {
   double model_flops_per_step = 0;
   double seconds = 0;
   std::string sample;
+  MemoryUse memory_peak;  // this rank's, each kind at its most over the steps run
 };
 
 // ConfigError naming the key when the layout does not fit the world or the
