@@ -161,8 +161,8 @@ TEST_F(ModelStateTest, ZeroTwoShardsTheGradientsToo) {
   for (int dp : {1, 2, 4}) expect_formula({dp, 1, /*zero=*/2});
 }
 
-// ZeRO-3: 16/d plus the gathered working set; enabled when it lands.
-TEST_F(ModelStateTest, DISABLED_ZeroThreeShardsEverythingAndHoldsTheGatheredLayers) {
+// ZeRO-3: 16/d plus the gathered working set.
+TEST_F(ModelStateTest, ZeroThreeShardsEverythingAndHoldsTheGatheredLayers) {
   // The small job's largest layer is a block (12 h^2 + 13 h, h = 32); the
   // running one and parallel.zero3_prefetch = 1 ahead are gathered at once.
   const double block = 12.0 * 32 * 32 + 13 * 32;
@@ -181,9 +181,8 @@ TEST(MeasuredActivations, GrowWithTheMicroBatch) {
   EXPECT_GT(eight, 2 * two) << two << " bytes at micro-batch 2, " << eight << " at 8";
 }
 
-// Recomputation keeps less: none > selective > full. Enabled when
-// train.recompute lands.
-TEST(MeasuredActivations, DISABLED_RecomputationOrdersThem) {
+// Recomputation keeps less: none > selective > full.
+TEST(MeasuredActivations, RecomputationOrdersThem) {
   const int64_t none = activation_peak({"train.steps=2", "train.recompute=\"none\""});
   const int64_t selective = activation_peak({"train.steps=2", "train.recompute=\"selective\""});
   const int64_t full = activation_peak({"train.steps=2", "train.recompute=\"full\""});
