@@ -5,6 +5,8 @@
 // metrics.jsonl and TensorBoard.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -164,9 +166,11 @@ TEST_F(ModelStateTest, ZeroTwoShardsTheGradientsToo) {
 // ZeRO-3: 16/d plus the gathered working set.
 TEST_F(ModelStateTest, ZeroThreeShardsEverythingAndHoldsTheGatheredLayers) {
   // The small job's largest layer is a block (12 h^2 + 13 h, h = 32); the
-  // running one and parallel.zero3_prefetch = 1 ahead are gathered at once.
-  const double block = 12.0 * 32 * 32 + 13 * 32;
-  for (int dp : {1, 2, 4}) expect_formula({dp, 1, /*zero=*/3}, /*gathered_parameters=*/2 * block);
+  // running one and parallel.zero3_prefetch = 1 ahead are gathered at once,
+  // and the tied embedding (256 x 32) stays gathered from its forward to
+  // the head's backward.
+  const double block = 12.0 * 32 * 32 + 13 * 32, embedding = 256.0 * 32;
+  for (int dp : {1, 2, 4}) expect_formula({dp, 1, /*zero=*/3}, /*gathered_parameters=*/2 * block + embedding);
 }
 
 int64_t activation_peak(const std::vector<std::string>& keys) {
@@ -183,9 +187,19 @@ TEST(MeasuredActivations, GrowWithTheMicroBatch) {
 
 // Recomputation keeps less: none > selective > full.
 TEST(MeasuredActivations, RecomputationOrdersThem) {
-  const int64_t none = activation_peak({"train.steps=2", "train.recompute=\"none\""});
-  const int64_t selective = activation_peak({"train.steps=2", "train.recompute=\"selective\""});
-  const int64_t full = activation_peak({"train.steps=2", "train.recompute=\"full\""});
+  // Sequences long enough that the blocks' activations outweigh the logits
+  // and the gradients.
+  const std::vector<std::string> keys{"train.steps=2", "model.seq_len=64", "train.micro_batch=8"};
+  auto with = [&](const char* recompute) {
+    std::vector<std::string> k = keys;
+    k.push_back(std::string("train.recompute=\"") + recompute + "\"");
+    return k;
+  };
+  const int64_t none = activation_peak(with("none"));
+  const int64_t selective = activation_peak(with("selective"));
+  const int64_t full = activation_peak(with("full"));
+  std::printf("activation peak: none %lld, selective %lld, full %lld bytes\n", static_cast<long long>(none),
+              static_cast<long long>(selective), static_cast<long long>(full));
   EXPECT_GT(none, selective);
   EXPECT_GT(selective, full);
 }

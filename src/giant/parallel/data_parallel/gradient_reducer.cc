@@ -115,7 +115,8 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
   if (zero_stage_ >= 2) {
     constexpr int kStagingBuffers = 3;  // rounds being filled, launched and folded at once
     for (int k = 0; k < kStagingBuffers; ++k) {
-      staging_pool_.push_back(bucket_storage(staging_elements_, staging_options_));
+      staging_slots_.push_back(bucket_storage(staging_elements_, staging_options_));
+      slot_state_.push_back(SlotState::free);
       ++staging_buffers_;
     }
   }

@@ -28,8 +28,9 @@
 // reduction. Every micro-batch's gradients are copied into a staging buffer
 // per bucket (a round), reduce-scattered as soon as the bucket's round is
 // complete, and this rank's block is added into the bucket's persistent
-// gradient shard (copied for the step's first round); staging buffers are
-// pooled, so they number the rounds in flight, not the buckets. Rounds are
+// gradient shard (copied for the step's first round); rounds take three
+// shared staging buffers in turn, so they number the rounds in flight, not
+// the buckets. Rounds are
 // launched in a fixed cyclic bucket order (identical on every rank); a
 // parameter whose gradient arrives twice before its bucket's round is
 // complete (its bucket holds one that got none) adds into the same round,
@@ -192,7 +193,12 @@ class GradientReducer : public GradientSync {
   std::vector<int64_t> offset_in_bucket_;
   std::vector<bool> in_round_;        // stage 2: the gradient is in its bucket's filling round
   std::deque<InFlight> in_flight_;
-  std::vector<at::Tensor> staging_pool_;
+  enum class SlotState { free, unlaunched, in_flight };
+  int slot_of(const at::Tensor& staging) const;  // -1: a private buffer
+  std::vector<at::Tensor> staging_slots_;        // shared: peers read them in place
+  std::vector<SlotState> slot_state_;
+  size_t next_slot_ = 0;
+  std::vector<at::Tensor> private_pool_;
   int64_t staging_elements_ = 0, staging_buffers_ = 0;
   at::TensorOptions staging_options_;
   const int zero_stage_;

@@ -10,26 +10,42 @@
 
 namespace giant::parallel {
 
-// A pooled staging buffer (staging_elements_ long: any bucket's round is
-// its first elements) whose padding after the bucket's last parameter is
-// zero. The pool starts with kStagingBuffers shared buffers; when all are
-// taken the oldest round in flight is waited for, and only when every one is
-// held by a round not launched yet is a buffer added.
+// A staging buffer (staging_elements_ long: any bucket's round is its
+// first elements) whose padding after the bucket's last parameter is zero.
+// Rounds take the shared slots in turn, the same on every rank: a shared
+// buffer names itself in the collective, so peers must agree on it. A slot
+// whose round is in flight is waited for; one held by a round not launched
+// yet is passed over for a private buffer (the same decision on every
+// rank: launches follow the same order everywhere).
 at::Tensor GradientReducer::acquire_staging(size_t bucket) {
   fold_in_flight(/*wait=*/false);  // rounds already reduced give their buffers back
-  if (staging_pool_.empty() && !in_flight_.empty()) fold_oldest_round();
+  const size_t slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % staging_slots_.size();
   at::Tensor staging;
-  if (staging_pool_.empty()) {
-    staging = torch::empty({staging_elements_}, staging_options_);
-    ++staging_buffers_;
-    update_held_bytes();
+  if (slot_state_[slot] == SlotState::unlaunched) {
+    if (private_pool_.empty()) {
+      staging = torch::empty({staging_elements_}, staging_options_);
+      ++staging_buffers_;
+      update_held_bytes();
+    } else {
+      staging = std::move(private_pool_.back());
+      private_pool_.pop_back();
+    }
   } else {
-    staging = std::move(staging_pool_.back());
-    staging_pool_.pop_back();
+    while (slot_state_[slot] == SlotState::in_flight) fold_oldest_round();
+    staging = staging_slots_[slot];
+    slot_state_[slot] = SlotState::unlaunched;
   }
   const Bucket& b = buckets_[bucket];
   if (b.content < b.elements) staging.narrow(0, b.content, b.elements - b.content).zero_();
   return staging;
+}
+
+int GradientReducer::slot_of(const at::Tensor& staging) const {
+  for (size_t k = 0; k < staging_slots_.size(); ++k) {
+    if (staging_slots_[k].data_ptr() == staging.data_ptr()) return static_cast<int>(k);
+  }
+  return -1;
 }
 
 void GradientReducer::accept_into_round(size_t parameter) {
@@ -84,6 +100,8 @@ void GradientReducer::launch_rounds_in_order(bool flush) {
       idle = 0;
       InFlight round{next_launch_, std::move(bucket.complete.front()), {}};
       bucket.complete.pop_front();
+      const int slot = slot_of(round.staging);
+      if (slot >= 0) slot_state_[slot] = SlotState::in_flight;
       if (comm_->size() > 1) {
         round.work = reduce_scatter_blocks_async(round.staging.narrow(0, 0, bucket.elements), *comm_,
                                                  ccl::ReduceOp::avg);
@@ -108,7 +126,12 @@ void GradientReducer::fold_oldest_round() {
     bucket.shard_grad.copy_(mine);
     bucket.shard_has_step = true;
   }
-  staging_pool_.push_back(std::move(round.staging));
+  const int slot = slot_of(round.staging);
+  if (slot >= 0) {
+    slot_state_[slot] = SlotState::free;
+  } else {
+    private_pool_.push_back(std::move(round.staging));
+  }
   in_flight_.pop_front();
 }
 
