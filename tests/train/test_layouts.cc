@@ -8,8 +8,10 @@
 // own blocks only, the final parameters are checked instead against the same
 // layout without it: bitwise equal without clipping; with clipping relative
 // norm <= 1e-4 per tensor, since the gradient norm then sums the owners'
-// stretches in another order (the clipping scale differs in its last bits,
-// which 20 AdamW steps magnify to about 5e-5 here). Buckets are small
+// stretches in another order (in double since issue 20, so the clipping
+// scale now rounds to the same float; the bound is the one from before,
+// when it differed in its last bits and 20 AdamW steps magnified that to
+// about 5e-5). Buckets are small
 // (parallel.bucket_mb=0.01), so gradients are reduced in several pieces and
 // the sharded parameters gathered layer by layer behind the next forward.
 #include <gtest/gtest.h>
