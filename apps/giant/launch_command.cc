@@ -25,8 +25,9 @@ constexpr const char* kUsageLine =
 constexpr const char* kDescription =
     "Runs N ranks of COMMAND on this machine, serves the store they meet at, and\n"
     "supervises them: each line they print is prefixed with \"[rank R] \"; SIGINT,\n"
-    "SIGTERM and SIGHUP are passed on to every rank; when a rank fails the others\n"
-    "are stopped. If the launcher itself is killed, its ranks are killed too.\n"
+    "SIGTERM and SIGHUP are passed on to every rank and the launcher waits for them\n"
+    "(a second signal kills them); when a rank fails the others are stopped. If the\n"
+    "launcher itself is killed, its ranks are killed too.\n"
     "The command starts at `--` or at the first argument that is not a flag.\n";
 
 constexpr const char* kFooter =
@@ -93,7 +94,7 @@ void add_flags(CLI::App& cli, launch::LaunchOptions& options) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cli.add_option_function<std::string>(
          "--timeout-grace", [&options](const std::string& text) { options.grace_seconds = parse_seconds(text); },
-         "time between SIGTERM and SIGKILL when stopping ranks (default 5s)")
+         "time between SIGTERM and SIGKILL when stopping the ranks after one failed (default 5s)")
       ->type_name("SECONDS")
       ->check(CLI::Validator(check_duration, ""))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -10,17 +11,59 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "stop_signals.h"
 #include "giant/base/error.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/config.h"
+#include "giant/launch/rank_process.h"
 #include "giant/train/auto_layout.h"
+#include "giant/train/matmul_rate.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/run_config.h"
 #include "giant/train/trainer.h"
 
 namespace giant::app {
+
+namespace {
+
+// What is chosen from the measured rates, the same on every rank since the
+// rates are: train.precision = auto, then parallel.auto (the planner
+// predicts in the run's precision), and the layout checked against the
+// world. An exit status when the config cannot run (every rank fails alike).
+std::optional<int> resolve_measured_choices(train::RunConfig& config, const train::MatrixRates& rates,
+                                            const ccl::BootstrapInfo& launch) {
+  try {
+    const std::string precision = train::resolve_precision(config, rates);
+    if (launch.rank == 0) std::cout << "giant train: " << precision << '\n';
+    if (config.parallel.automatic) {
+      const std::string chosen = train::choose_layout(config, launch.world_size);
+      if (launch.rank == 0) std::cout << "giant train: " << chosen << '\n';
+    }
+    train::check_layout(config, launch.world_size);
+  } catch (const std::exception& e) {
+    report_failure("giant train", e);
+    return kExitBadInput;
+  }
+  return std::nullopt;
+}
+
+// The end of a run a signal stopped: where it can resume from, and the
+// shell's status for that signal (130 for SIGINT, 143 for SIGTERM).
+int report_stop(const train::TrainSummary& s, const train::RunConfig& config, int rank) {
+  if (rank == 0) {
+    std::printf("\ngiant train: stopped by %s after step %lld of %lld; checkpoint saved in %s; the same "
+                "command resumes it; metrics in %s/metrics.jsonl\n",
+                launch::signal_name(s.stop_signal).c_str(), static_cast<long long>(s.last_step),
+                static_cast<long long>(config.train.steps), config.checkpoint.dir.c_str(),
+                config.train.out_dir.c_str());
+    std::fflush(stdout);
+  }
+  return 128 + s.stop_signal;
+}
+
+}  // namespace
 
 int train_command(const std::vector<std::string>& args) {
   CLI::App cli("Train a GPT. Keys: built-in defaults < CONFIG.toml < GIANT_<KEY> environment < --set.",
@@ -33,7 +76,10 @@ int train_command(const std::vector<std::string>& args) {
   cli.add_option("--set", overrides, "key=value, the value read as TOML (repeatable)")->take_all();
   cli.add_flag("--print-config", print_config, "print every key with its value and source, then exit");
   add_global_flags(cli, global);
-  cli.footer("Exit status: 0 done, 1 failed, 2 bad flags, config or environment.");
+  cli.footer("SIGINT or SIGTERM stops the run after the step in flight, with a checkpoint saved there (the same "
+             "command resumes it); a second one ends it at once.\n"
+             "Exit status: 0 done, 1 failed, 2 bad flags, config or environment, 130 or 143 stopped by SIGINT or "
+             "SIGTERM.");
   if (const auto code = parse_command_line(cli, args)) return *code;
 
   // One registry for the run's keys and ccl's (ccl.* may be set the same ways).
@@ -58,14 +104,8 @@ int train_command(const std::vector<std::string>& args) {
     // Rank and world size from giant launch, torchrun, srun or mpirun,
     // checked against the layout before any rank connects or works.
     launch = ccl::resolve_bootstrap(env);
-    // Before the layout: the planner predicts in the run's precision.
-    const std::string precision = train::resolve_precision(config);
-    if (launch.rank == 0) std::cout << "giant train: " << precision << '\n';
-    if (config.parallel.automatic) {
-      const std::string chosen = train::choose_layout(config, launch.world_size);
-      if (launch.rank == 0) std::cout << "giant train: " << chosen << '\n';
-    }
-    train::check_layout(config, launch.world_size);
+    train::check_precision_runs(config.train);
+    if (!config.parallel.automatic) train::check_layout(config, launch.world_size);
   } catch (const std::exception& e) {
     // Nothing has run yet: whatever went wrong is in the input.
     report_failure("giant train", e);
@@ -80,6 +120,7 @@ int train_command(const std::vector<std::string>& args) {
       std::cout << "giant train: " << launch.world_size << " ranks started by " << launch.source << '\n';
     }
   }
+  const StopSignals stop_signals;  // from here on a signal stops the run after its step
   try {
     std::shared_ptr<ccl::Communicator> world;
     ccl::Bootstrap bootstrap;
@@ -87,8 +128,14 @@ int train_command(const std::vector<std::string>& args) {
       bootstrap = ccl::bootstrap_from_environment(env, keys);
       world = bootstrap.world;
     }
-    train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, {}, world);
+    const train::MatrixRates rates = train::measure_matrix_rates(
+        train::precisions_to_measure(config.train), static_cast<int>(config.train.threads), world.get());
+    if (const auto code = resolve_measured_choices(config, rates, launch)) return *code;
+    train::TrainHooks hooks;
+    hooks.stop_signal = &StopSignals::received;
+    train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, hooks, world, rates);
     const train::TrainSummary s = trainer.run();
+    if (s.stop_signal != 0) return report_stop(s, config, launch.rank);
     if (launch.rank != 0) return kExitOk;
     std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
                 "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",

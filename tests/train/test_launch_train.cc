@@ -55,8 +55,8 @@ TEST(LaunchTrain, DataParallelRunCompletes) {
   const std::string log = read_file(dir.path() + "/launch.log");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
   EXPECT_NE(log.find("[rank 0] giant train: done: 3 steps"), std::string::npos) << log;
-  // train.precision = auto (the default): each rank probes, rank 0 prints
-  // the choice and why, and the ranks agreed (or the run would have stopped).
+  // train.precision = auto (the default): the ranks measure in turn and
+  // agree on the slowest figures, and rank 0 prints the choice and why.
   EXPECT_NE(log.find("[rank 0] giant train: precision: "), std::string::npos) << log;
   EXPECT_NE(log.find("(auto: bf16 matrix products at "), std::string::npos) << log;
   EXPECT_NE(read_file(dir.path() + "/out/metrics.jsonl").find("\"summary\":true"), std::string::npos);

@@ -78,7 +78,12 @@ TEST(Precision, AutoPicksBf16OnlyWhenItIsClearlyFaster) {
   EXPECT_EQ(choose_automatic_precision(100e9, 150e9), Precision::bf16);
   EXPECT_EQ(choose_automatic_precision(100e9, 0), Precision::fp32);  // no bf16 at all
   RunConfig c = run_config_from(keys_with({"train.precision=auto", "train.threads=1"}));
-  const std::string line = resolve_precision(c);
+  const std::vector<Precision> measured = precisions_to_measure(c.train);
+  ASSERT_EQ(measured.front(), Precision::fp32);
+  const MatrixRates rates = measure_matrix_rates(measured, 1, nullptr);
+  EXPECT_GT(rates.fp32, 0);
+  const std::string line = resolve_precision(c, rates);
+  EXPECT_EQ(c.train.precision, choose_automatic_precision(rates.fp32, rates.bf16));
   EXPECT_FALSE(c.train.precision_auto);
   EXPECT_NE(line.find(std::string("precision: ") + precision_name(c.train.precision)), std::string::npos) << line;
   EXPECT_NE(line.find("(auto: bf16 matrix products at "), std::string::npos) << line;

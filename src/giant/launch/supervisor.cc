@@ -143,11 +143,12 @@ void Supervisor::on_signal(int signo) {
     return;
   }
   received_signal_ = signo;
-  say("got " + signal_name(signo) + "; passing it to the ranks (SIGKILL after " + format_seconds(grace_seconds_) +
-      ")");
+  // The ranks were asked, not failed: they stop by themselves (giant train
+  // finishes its step and saves a checkpoint, which may take longer than
+  // any grace); a second signal is how the user says not to wait.
+  say("got " + signal_name(signo) + "; passing it to the ranks and waiting for them (a second signal kills them)");
   stopping_ = true;
   signal_running(signo);
-  kill_at_ = Deadline::after_seconds(grace_seconds_);
 }
 
 void Supervisor::close_streams(Rank& rank) {

@@ -1,11 +1,16 @@
-// The FLOP rate MFU is measured against: a 1024 x 1024 x 1024 matrix
-// product in the dtype the run computes in, on the threads the run uses,
-// measured at start-up.
+// The matrix-product rates of a run: measured once at start-up, shared by
+// train.precision = auto and MFU, and the same on every rank.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "giant/base/precision.h"
+
+namespace giant::ccl {
+class Communicator;
+}
 
 namespace giant::train {
 
@@ -13,13 +18,38 @@ namespace giant::train {
 // `precision`, timed at least `min_repetitions` times and for at least
 // `min_seconds` in all, after one warm-up: a bf16 product of a few
 // milliseconds needs many runs for a median that a busy neighbour core does
-// not sway. Error when the device has no matrix product in that dtype.
+// not sway. When the first timed product runs below `give_up_below` FLOP/s
+// its rate is returned at once (a precision too slow to be chosen need not
+// be timed closely). Error when the device has no matrix product in that
+// dtype.
 double measure_gemm_flops(int64_t m, int64_t n, int64_t k, Precision precision, int min_repetitions = 5,
-                          double min_seconds = 0.25);
+                          double min_seconds = 0.25, double give_up_below = 0);
 
-// MFU's reference: the 1024 x 1024 x 1024 product.
-inline double measure_matmul_flops(Precision precision = Precision::fp32) {
-  return measure_gemm_flops(1024, 1024, 1024, precision);
-}
+// One rank's FLOP/s in each precision measured (0: not measured).
+struct MatrixRates {
+  double fp32 = 0, bf16 = 0, fp16 = 0;
+
+  double of(Precision precision) const;
+  void set(Precision precision, double flops);
+};
+
+// The reference product: 1024 x 1024 x 1024.
+inline constexpr int64_t kReferenceGemmDim = 1024;
+
+// What one rank measures: the reference product in each precision.
+using RateProbe = std::function<MatrixRates(const std::vector<Precision>& precisions)>;
+
+// Times the reference product in each of `precisions`, in order; a later
+// precision whose first product runs slower than the first precision's is
+// not timed further (see measure_gemm_flops).
+MatrixRates probe_reference_products(const std::vector<Precision>& precisions);
+
+// The run's rates, on `threads` threads, from `probe` (tests pass their
+// own). Collective over `world` (null: this process alone): the ranks of one
+// host take turns, so that no rank times its product while a neighbour loads
+// the cores it shares, and every rank returns the slowest rank's rate for
+// each precision, so that what is decided from them agrees everywhere.
+MatrixRates measure_matrix_rates(const std::vector<Precision>& precisions, int threads, ccl::Communicator* world,
+                                 const RateProbe& probe = probe_reference_products);
 
 }  // namespace giant::train

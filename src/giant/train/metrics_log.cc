@@ -101,8 +101,10 @@ void MetricsLog::summary(const TrainSummary& s) {
   Json record;
   record["summary"] = true;
   record["steps"] = s.steps;
+  record["last_step"] = s.last_step;
+  if (s.stop_signal != 0) record["stopped_by_signal"] = s.stop_signal;
   record["skipped_steps"] = s.skipped_steps;
-  record["val_loss"] = number(s.val_loss);
+  if (s.stop_signal == 0 || s.val_loss > 0) record["val_loss"] = number(s.val_loss);  // none when stopped early
   record["first_loss"] = number(s.first_loss);
   record["last_loss"] = number(s.last_loss);
   record["tokens_per_s_median"] = number(s.tokens_per_s_median);

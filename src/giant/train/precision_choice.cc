@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
-#include "giant/train/matmul_rate.h"
 
 namespace giant::train {
 
@@ -53,27 +52,32 @@ std::string format(const char* pattern, double value) {
 
 }  // namespace
 
-std::string resolve_precision(RunConfig& config) {
-  TrainSettings& t = config.train;
-  std::string why;
-  if (t.precision_auto) {
-    torch::set_num_threads(static_cast<int>(t.threads));
-    // 512^3: long enough to time, short enough to probe at every start.
-    double fp32 = measure_gemm_flops(512, 512, 512, Precision::fp32, 3, 0.02), bf16 = 0;
-    if (unsupported_reason(Precision::bf16).empty()) {
-      bf16 = measure_gemm_flops(512, 512, 512, Precision::bf16, 3, 0.02);
-    }
-    t.precision = choose_automatic_precision(fp32, bf16);
-    t.precision_auto = false;
-    why = " (auto: bf16 matrix products at " + format("%.0f", bf16 / 1e9) + " GFLOP/s against fp32's " +
-          format("%.0f", fp32 / 1e9) + " on " + std::to_string(t.threads) + " thread(s); bf16 is chosen from " +
-          format("%.1fx", kAutoBf16MinSpeedup) + ")";
-  }
+std::vector<Precision> precisions_to_measure(const TrainSettings& train) {
+  if (!train.precision_auto) return {train.precision};
+  if (unsupported_reason(Precision::bf16).empty()) return {Precision::fp32, Precision::bf16};
+  return {Precision::fp32};
+}
+
+void check_precision_runs(const TrainSettings& t) {
+  if (t.precision_auto) return;  // what auto picks runs
   if (const std::string reason = unsupported_reason(t.precision); !reason.empty()) {
     throw ConfigError("train.precision", reason + "; use " + (t.precision == Precision::fp16 ? "bf16 or " : "") +
                                              "fp32");
   }
   check_grad_dtype(t);
+}
+
+std::string resolve_precision(RunConfig& config, const MatrixRates& rates) {
+  TrainSettings& t = config.train;
+  std::string why;
+  if (t.precision_auto) {
+    t.precision = choose_automatic_precision(rates.fp32, rates.bf16);
+    t.precision_auto = false;
+    why = " (auto: bf16 matrix products at " + format("%.0f", rates.bf16 / 1e9) + " GFLOP/s against fp32's " +
+          format("%.0f", rates.fp32 / 1e9) + " on " + std::to_string(t.threads) + " thread(s); bf16 is chosen from " +
+          format("%.1fx", kAutoBf16MinSpeedup) + ")";
+  }
+  check_precision_runs(t);
   std::string line = std::string("precision: ") + precision_name(t.precision);
   if (t.precision != Precision::fp32) {
     line += std::string(" compute, fp32 master weights and AdamW, ") + precision_name(t.grad_dtype) + " gradients";

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <c10/core/ScalarType.h>
 
 #include "giant/base/precision.h"
+#include "giant/train/matmul_rate.h"
 #include "giant/train/run_config.h"
 
 namespace giant::train {
@@ -26,10 +28,18 @@ std::string unsupported_reason(Precision precision);
 // What `auto` picks from the two measured rates (FLOP/s).
 Precision choose_automatic_precision(double fp32_flops, double bf16_flops);
 
-// Resolves train.precision = auto by timing fp32 and bf16 products on the
-// run's threads, and checks the device runs the chosen precision, before any
-// work. Returns the line the run prints (the choice and why). ConfigError
-// naming train.precision (or train.grad_dtype) when it cannot run.
-std::string resolve_precision(RunConfig& config);
+// The precisions whose rates a run measures: train.precision, or for auto
+// fp32 and (where the device has its kernels) bf16.
+std::vector<Precision> precisions_to_measure(const TrainSettings& train);
+
+// Checks, before any work, that the device runs train.precision (when it is
+// not auto) and that train.grad_dtype fits it. ConfigError naming the key.
+void check_precision_runs(const TrainSettings& train);
+
+// Resolves train.precision = auto from the run's measured rates and checks
+// the device runs the chosen precision. Returns the line the run prints
+// (the choice and why). ConfigError naming train.precision (or
+// train.grad_dtype) when it cannot run.
+std::string resolve_precision(RunConfig& config, const MatrixRates& rates);
 
 }  // namespace giant::train

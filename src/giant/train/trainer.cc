@@ -108,6 +108,7 @@ struct Trainer::State {
   // The generator state to put back just before the first step (what runs
   // before it, such as the matmul probe, draws from the generator too).
   std::optional<std::vector<uint8_t>> resumed_generator;
+  MatrixRates rates;  // measured once at start-up: the precision choice's and MFU's
 
   State(RunConfig c, std::ostream& o, bool live, TrainHooks h, bool is_leader)
       : config(std::move(c)),
@@ -140,6 +141,16 @@ struct Trainer::State {
     return t.item<double>();
   }
 
+  // The signal some rank was asked to stop by, the same on every rank (one
+  // small allreduce each step, so that all of them stop after the same step).
+  int agreed_stop_signal() const {
+    const int mine = hooks.stop_signal ? hooks.stop_signal() : 0;
+    if (!mesh) return mine;
+    at::Tensor t = torch::full({1}, mine, torch::kInt);
+    parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::max);
+    return t.item<int>();
+  }
+
   // Whether `value` holds on every rank (one small allreduce): a gradient
   // that overflowed on one rank skips the step on all of them.
   bool on_every_rank(bool value) const {
@@ -147,18 +158,6 @@ struct Trainer::State {
     at::Tensor t = torch::full({1}, value ? 1 : 0, torch::kInt);
     parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::min);
     return t.item<int>() == 1;
-  }
-
-  // train.precision = auto is probed on each rank: they must agree.
-  void require_one_precision() const {
-    if (!mesh) return;
-    at::Tensor t = torch::full({2}, static_cast<int>(config.train.precision), torch::kInt);
-    t[1].neg_();
-    parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::max);
-    if (t[0].item<int>() != -t[1].item<int>()) {
-      throw ConfigError("train.precision", "the ranks chose different precisions for auto (their matrix product "
-                                           "rates differ); set train.precision to fp32 or bf16");
-    }
   }
 
   // Each parameter's gradient as the update reads it (valid after backward).
@@ -215,17 +214,18 @@ struct Trainer::State {
 };
 
 Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, bool live_progress,
-                 TrainHooks hooks, std::shared_ptr<ccl::Communicator> world)
+                 TrainHooks hooks, std::shared_ptr<ccl::Communicator> world, std::optional<MatrixRates> rates)
     : state_(std::make_unique<State>(std::move(config), out, live_progress, std::move(hooks),
                                      world == nullptr || world->rank() == 0)) {
   State& s = *state_;
   const RunConfig& c = s.config;
   check_layout(c, world ? world->size() : 1);
-  if (c.train.precision_auto) {
-    s.progress.line(resolve_precision(s.config));
-  } else {
-    resolve_precision(s.config);  // checks the device runs it
-  }
+  check_precision_runs(c.train);
+  const bool precision_auto = c.train.precision_auto;
+  s.rates = rates ? *rates
+                  : measure_matrix_rates(precisions_to_measure(c.train), static_cast<int>(c.train.threads), world.get());
+  const std::string precision_line = resolve_precision(s.config, s.rates);
+  if (precision_auto) s.progress.line(precision_line);
   check_memory_fits(s.config, world ? world->size() : 1);  // before anything is built
   s.tokenizer = data::make_tokenizer(c.data.tokenizer);
   if (s.tokenizer->vocab_size() > c.model.vocab) {
@@ -252,7 +252,6 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
       s.tp = {&s.mesh->tp(), s.mesh->tp_rank(), static_cast<int>(c.parallel.tp), &s.clock.tensor_parallel_s};
     }
   }
-  s.require_one_precision();
   s.build_model();
   std::vector<at::Tensor> initial;
   if (s.mixed_precision()) initial = s.convert_to_compute_dtype();
@@ -591,13 +590,14 @@ TrainSummary Trainer::run() {
 
   TrainSummary summary;
   summary.precision = precision_name(t.precision);
-  summary.matmul_flops = measure_matmul_flops(t.precision);
+  summary.matmul_flops = s.rates.of(t.precision);
   summary.model_flops_per_step = c.model.train_flops_per_sequence() * static_cast<double>(t.global_batch);
   const double tokens_per_step = static_cast<double>(t.global_batch * c.model.seq_len);
   s.describe_run(summary);
   RunReporter reporter(s.progress, s.metrics.get(), s.tensorboard.get(), t.steps);
 
-  const double world_flops = summary.matmul_flops * static_cast<double>(s.world_size());
+  // MFU: model FLOPs per second per rank against one rank's rate.
+  const double rank_flops_per_step = summary.model_flops_per_step / static_cast<double>(s.world_size());
   std::unique_ptr<torch::autograd::profiler::RecordProfile> trace;
   if (t.trace && t.trace_steps > 0 && s.leader) {
     trace = std::make_unique<torch::autograd::profiler::RecordProfile>((s.out_dir / "trace.json").string());
@@ -638,7 +638,7 @@ TrainSummary Trainer::run() {
                       (s.out_dir / "trace.json").string());
     }
     report.tokens_per_s = tokens_per_step / report.step_s;
-    report.mfu = summary.model_flops_per_step / report.step_s / world_flops;
+    report.mfu = rank_flops_per_step / report.step_s / summary.matmul_flops;
     report.elapsed_s = run_watch.seconds();
     reporter.step(report, accumulated.comm_wait_s, overflowed, s.loss_scaler ? s.loss_scaler->scale() : 0.0);
 
@@ -646,13 +646,22 @@ TrainSummary Trainer::run() {
       summary.val_loss = s.evaluate();
       reporter.evaluation(step + 1, report.loss, summary.val_loss, run_watch.seconds());
     }
-    if (s.checkpoints->due(step + 1)) {
+    const bool saved = s.checkpoints->due(step + 1);
+    if (saved) {
       s.save_checkpoint(step + 1, step_guard, loss_scale_skips);
     } else {
       s.checkpoints->poll();
     }
+    summary.last_step = step + 1;
+    if (step + 1 < t.steps && (summary.stop_signal = s.agreed_stop_signal()) != 0) {
+      s.progress.line("stopping after step " + std::to_string(step + 1) + " (asked by signal " +
+                      std::to_string(summary.stop_signal) + "); saving a checkpoint to resume from");
+      if (!saved) s.save_checkpoint(step + 1, step_guard, loss_scale_skips);
+      break;
+    }
   }
   if (s.start_step == t.steps) {
+    summary.last_step = t.steps;
     s.progress.line("the checkpoint is at train.steps = " + std::to_string(t.steps) + ": nothing left to train");
     summary.val_loss = s.evaluate();
     // Its state is saved in checkpoint.dir unless it came from there: a
@@ -666,13 +675,13 @@ TrainSummary Trainer::run() {
   if (s.reducer) s.reducer->wait_parameters();
   trace.reset();
   s.progress.finish();
-  summary.steps = t.steps - s.start_step;
+  summary.steps = summary.last_step - s.start_step;
   summary.skipped_steps = step_guard.skipped_total() + loss_scale_skips;
   if (s.loss_scaler) summary.final_loss_scale = s.loss_scaler->scale();
   reporter.fill(summary);
   summary.seconds = run_watch.seconds();
 
-  if (t.sample_tokens > 0) summary.sample = s.write_sample();
+  if (t.sample_tokens > 0 && summary.stop_signal == 0) summary.sample = s.write_sample();
   if (s.metrics) s.metrics->summary(summary);
   return summary;
 }

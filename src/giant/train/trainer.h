@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "giant/train/matmul_rate.h"
 #include "giant/train/memory_use.h"
 #include "giant/train/run_config.h"
 
@@ -35,11 +37,17 @@ struct TrainHooks {
   // they are instead the gradients of the stretches this rank updates
   // (updated_tensors()' order), since no whole gradient outlives its reduction.
   std::function<void(int64_t step, const std::vector<at::Tensor>& gradients)> after_backward;
+  // Polled after each step: a signal number asks the run to stop there
+  // (every rank stops after the same step, which any rank's request
+  // decides), save a checkpoint and return; 0 goes on.
+  std::function<int()> stop_signal;
 };
 
 struct TrainSummary {
   int64_t steps = 0;
   int64_t skipped_steps = 0;  // non-finite steps and loss-scale overflows
+  int stop_signal = 0;         // what stopped the run before train.steps (TrainHooks::stop_signal); 0: none
+  int64_t last_step = 0;       // the steps done when the run ended (a checkpoint holds them)
   std::string precision;       // what the model computed in (MFU's reference too)
   double final_loss_scale = 0;  // 0: no loss scaling
   double first_loss = 0, last_loss = 0;
@@ -48,7 +56,7 @@ struct TrainSummary {
   double mfu_median = 0;
   double step_s_median = 0;
   double comm_wait_s_median = 0;  // per step, blocked in communication
-  double matmul_flops = 0;        // MFU's reference rate, per rank, in `precision`
+  double matmul_flops = 0;        // MFU's reference rate, per rank, in `precision` (measured once, alone)
   double model_flops_per_step = 0;
   double seconds = 0;
   std::string sample;
@@ -67,9 +75,12 @@ class Trainer {
   // against the data, output directory): errors name the key or the file.
   // With a world of several ranks it then builds the mesh (collective) and
   // this rank's part of the model; only world rank 0 writes output.
-  // `config_toml` is saved as out_dir/config.toml.
+  // `config_toml` is saved as out_dir/config.toml. `rates`: the run's
+  // matrix-product rates when the caller measured them already
+  // (measure_matrix_rates); else the trainer measures them (collective).
   Trainer(RunConfig config, std::string config_toml, std::ostream& out, bool live_progress,
-          TrainHooks hooks = {}, std::shared_ptr<ccl::Communicator> world = nullptr);
+          TrainHooks hooks = {}, std::shared_ptr<ccl::Communicator> world = nullptr,
+          std::optional<MatrixRates> rates = std::nullopt);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
