@@ -76,7 +76,12 @@ void print_header(std::ostream& out, const fs::path& dir, const Manifest& m) {
       << " seq_len=" << c.seq_len << " vocab=" << c.vocab << " vocab_pad=" << c.vocab_pad << " dropout=" << c.dropout
       << " init_std=" << c.init_std << " activation=" << models::activation_name(c.activation) << " ("
       << c.parameter_count() << " parameters)\n"
-      << "tokenizer: " << m.tokenizer << "\n";
+      << "tokenizer: " << m.tokenizer;
+  // Where generation reads it: the copies the checkpoint carries, if any.
+  for (size_t i = 0; i < m.tokenizer_files.size(); ++i) {
+    out << (i == 0 ? " (carried: " : ", ") << m.tokenizer_files[i] << (i + 1 == m.tokenizer_files.size() ? ")" : "");
+  }
+  out << "\n";
   const checkpoint::SavedLayout& l = m.layout;
   out << "saved layout: dp=" << l.dp << " tp=" << l.tp << " pp=" << l.pp << " virtual_stages=" << l.virtual_stages
       << " zero=" << l.zero << " schedule=" << (l.schedule.empty() ? "-" : l.schedule)

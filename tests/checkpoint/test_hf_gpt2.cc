@@ -277,7 +277,13 @@ TEST(HfGpt2, ImportNamesItsTokenizer) {
   write_bytes(dir / "hf" / "vocab.json", "{}");
   write_bytes(dir / "hf" / "merges.txt", "#version: 0.2\n");
   import_hf_gpt2(dir / "hf/", dir / "imported/");  // trailing separators too
-  EXPECT_EQ(read_manifest(dir / "imported").tokenizer, "gpt2:" + (dir / "hf").string());
+  const Manifest imported = read_manifest(dir / "imported");
+  EXPECT_EQ(imported.tokenizer, "gpt2:" + (dir / "hf").string());
+  // The BPE files are carried into the checkpoint, and checked with it.
+  EXPECT_EQ(imported.tokenizer_files, (std::vector<std::string>{"merges.txt", "vocab.json"}));
+  EXPECT_EQ(read_bytes(dir / "imported" / "vocab.json"), "{}");
+  EXPECT_EQ(read_bytes(dir / "imported" / "merges.txt"), "#version: 0.2\n");
+  EXPECT_TRUE(verify_checkpoint(dir / "imported", imported).empty());
 
   TempDir bytes;
   models::GptConfig small = small_model(models::Activation::gelu, 0);
@@ -285,6 +291,45 @@ TEST(HfGpt2, ImportNamesItsTokenizer) {
   export_model(bytes, small, bytes / "hf");
   import_hf_gpt2(bytes / "hf", bytes / "imported");
   EXPECT_EQ(read_manifest(bytes / "imported").tokenizer, "byte");
+  EXPECT_TRUE(read_manifest(bytes / "imported").tokenizer_files.empty());
+}
+
+// A checkpoint carrying its tokenizer's files: the saver writes and lists
+// them, the export writes them beside the weights (replacing a previous
+// export's), and a copy changed since the save is not exported.
+TEST(HfGpt2, ExportCarriesTheCheckpointsTokenizerFiles) {
+  TempDir dir;
+  const models::GptConfig config = small_model(models::Activation::gelu_tanh, 0);
+  Manifest meta;
+  meta.model = config;
+  meta.tokenizer = "gpt2:somewhere";
+  meta.step = 7;
+  SaverOptions options{dir / "run", 3, false, {{"vocab.json", "{\"a\": 0}"}, {"merges.txt", "#version: 0.2\n"}}};
+  CheckpointSaver(options, nullptr).save(meta, model_slices(seeded_model(config, 5)), {});
+  const fs::path step = dir / "run" / "step_00000007";
+  const Manifest saved = read_manifest(step);
+  EXPECT_EQ(saved.tokenizer_files, (std::vector<std::string>{"merges.txt", "vocab.json"}));
+  EXPECT_EQ(read_bytes(step / "vocab.json"), "{\"a\": 0}");
+  EXPECT_TRUE(verify_checkpoint(step, saved).empty());
+
+  export_hf_gpt2(dir / "run", dir / "hf");
+  export_hf_gpt2(dir / "run", dir / "hf");  // a previous export, with its tokenizer files, is replaced
+  EXPECT_EQ(read_bytes(dir / "hf" / "vocab.json"), "{\"a\": 0}");
+  EXPECT_EQ(read_bytes(dir / "hf" / "merges.txt"), "#version: 0.2\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "hf"), fs::directory_iterator()), 4);
+
+  write_bytes(step / "vocab.json", "{\"b\": 0}");
+  try {
+    export_hf_gpt2(dir / "run", dir / "again");
+    ADD_FAILURE() << "exported a changed tokenizer file";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("vocab.json"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "again"));
+  // The saver refuses names the checkpoint's own files take.
+  for (const std::string name : {"manifest.json", "rank_00000.safetensors", "a/b", ""}) {
+    EXPECT_THROW(CheckpointSaver(SaverOptions{dir / "other", 3, false, {{name, "x"}}}, nullptr), Error) << name;
+  }
 }
 
 TEST(HfGpt2, ExportIsRepeatableAndReplacesOnlyAPreviousExport) {

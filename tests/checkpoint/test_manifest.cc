@@ -72,7 +72,9 @@ Manifest full_manifest() {
   m.train.skipped_steps = 5;
   m.train.loss_scale_skips = 4;
   m.files = {{"rank_00000.safetensors", uint64_t{1} << 40, 0xdeadbeef},
-             {"rank_00001.safetensors", 12345, 0xffffffff}};
+             {"rank_00001.safetensors", 12345, 0xffffffff},
+             {"vocab.json", 77, 0x12345678}};
+  m.tokenizer_files = {"vocab.json"};
   return m;
 }
 
@@ -84,6 +86,7 @@ void expect_same(const Manifest& a, const Manifest& b) {
   EXPECT_EQ(a.model.init_std, b.model.init_std);
   EXPECT_EQ(a.model.activation, b.model.activation);
   EXPECT_EQ(a.tokenizer, b.tokenizer);
+  EXPECT_EQ(a.tokenizer_files, b.tokenizer_files);
   EXPECT_EQ(a.step, b.step);
   EXPECT_EQ(a.consumed_samples, b.consumed_samples);
   EXPECT_TRUE(a.layout == b.layout);
@@ -145,8 +148,10 @@ TEST(Manifest, TextIsTheDocumentedSchema) {
   const json j = json::parse(manifest_to_json(full_manifest()));
   EXPECT_EQ(j.at("format"), "giant-checkpoint");
   EXPECT_EQ(j.at("format_version"), 1);
-  EXPECT_EQ(keys_of(j), (std::set<std::string>{"format", "format_version", "model", "tokenizer", "step",
-                                               "consumed_samples", "layout", "train_state", "files", "tensors"}));
+  EXPECT_EQ(keys_of(j), (std::set<std::string>{"format", "format_version", "model", "tokenizer", "tokenizer_files",
+                                               "step", "consumed_samples", "layout", "train_state", "files",
+                                               "tensors"}));
+  EXPECT_EQ(j.at("tokenizer_files"), json::array({"vocab.json"}));
   EXPECT_EQ(keys_of(j.at("model")), (std::set<std::string>{"layers", "hidden", "heads", "ffn", "seq_len", "vocab",
                                                            "vocab_pad", "dropout", "init_std", "activation"}));
   EXPECT_EQ(j.at("model").at("activation"), "gelu_tanh");
@@ -266,10 +271,31 @@ TEST(ManifestErrors, TheSameTensorOrFileTwice) {
                         {kFile, "rank_00001.safetensors"}));
 }
 
+// Checkpoints from before the tokenizer's files were carried have no key.
+TEST(Manifest, TokenizerFilesMayBeAbsent) {
+  json j = json::parse(manifest_to_json(full_manifest()));
+  j.erase("tokenizer_files");
+  EXPECT_TRUE(manifest_from_json(j.dump(), kFile).tokenizer_files.empty());
+}
+
+TEST(ManifestErrors, TokenizerFilesOutsideTheFolderUnlistedOrTwice) {
+  EXPECT_TRUE(names_all(error_after([](json& j) { j.at("tokenizer_files") = {"merges.txt"}; }),
+                        {kFile, "merges.txt", "not among the manifest's files"}));
+  EXPECT_TRUE(names_all(error_after([](json& j) { j.at("tokenizer_files") = {"../vocab.json"}; }),
+                        {kFile, "tokenizer_files[0]", "../vocab.json"}));
+  EXPECT_TRUE(names_all(error_after([](json& j) { j.at("tokenizer_files") = {"vocab.json", "vocab.json"}; }),
+                        {kFile, "tokenizer_files", "twice"}));
+  EXPECT_TRUE(names_all(error_after([](json& j) { j.at("tokenizer_files") = "vocab.json"; }),
+                        {kFile, "tokenizer_files"}));
+  EXPECT_TRUE(names_all(error_after([](json& j) { j.at("tokenizer_files") = {3}; }), {kFile, "tokenizer_files[0]"}));
+}
+
 TEST(ManifestFragment, RoundTripsAndMergesIntoTheManifest) {
   const Manifest whole = full_manifest();
-  // What each rank wrote: its file and the pieces in it.
+  // What each rank wrote: its file and the pieces in it (the leader's with
+  // the tokenizer file).
   std::vector<ManifestFragment> fragments(2);
+  fragments[0].files.push_back(whole.files[2]);
   for (int rank = 0; rank < 2; ++rank) {
     const std::string file = "rank_0000" + std::to_string(rank) + ".safetensors";
     fragments[rank].files.push_back(whole.files[rank]);

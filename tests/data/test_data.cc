@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -80,6 +81,43 @@ TEST(MakeTokenizer, KnownAndUnknownNames) {
     EXPECT_EQ(e.key(), "data.tokenizer");
     EXPECT_TRUE(contains(e.what(), "gpt2-bpe")) << e.what();
     EXPECT_TRUE(contains(e.what(), "'byte'")) << e.what();  // lists the known names
+  }
+}
+
+// What a checkpoint copies of a tokenizer, and the spec reading the copies.
+TEST(TokenizerFiles, CopiesTakeFixedNamesWhateverTheSourceCallsThem) {
+  EXPECT_TRUE(tokenizer_files("byte").empty());
+  EXPECT_EQ(tokenizer_spec_in("byte", "/ckpt"), "byte");
+
+  const std::string openai = ::testing::TempDir() + "giant_data_openai_" + std::to_string(::getpid());
+  std::filesystem::create_directories(openai);
+  std::ofstream(openai + "/encoder.json") << "{}";
+  const std::vector<TokenizerFile> gpt2 = tokenizer_files("gpt2:" + openai);
+  ASSERT_EQ(gpt2.size(), 2u);
+  EXPECT_EQ(gpt2[0].path, openai + "/encoder.json");
+  EXPECT_EQ(gpt2[0].name, "vocab.json");
+  EXPECT_EQ(gpt2[1].path, openai + "/vocab.bpe");
+  EXPECT_EQ(gpt2[1].name, "merges.txt");
+  std::filesystem::remove_all(openai);
+  const std::vector<TokenizerFile> hf = tokenizer_files("gpt2:tok");
+  ASSERT_EQ(hf.size(), 2u);
+  EXPECT_EQ(hf[0].path, "tok/vocab.json");
+  EXPECT_EQ(hf[1].path, "tok/merges.txt");
+  EXPECT_EQ(tokenizer_spec_in("gpt2:tok", "/ckpt/step_00000002"), "gpt2:/ckpt/step_00000002");
+
+  const std::vector<TokenizerFile> spm = tokenizer_files("sentencepiece:models/spm.model");
+  ASSERT_EQ(spm.size(), 1u);
+  EXPECT_EQ(spm[0].path, "models/spm.model");
+  EXPECT_EQ(spm[0].name, "tokenizer.model");
+  EXPECT_EQ(tokenizer_spec_in("sentencepiece:models/spm.model", "/ckpt"), "sentencepiece:/ckpt/tokenizer.model");
+
+  for (const std::string bad : {"gpt2-bpe", "gpt2:", "sentencepiece:"}) {
+    try {
+      tokenizer_files(bad);
+      ADD_FAILURE() << "no throw for " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "data.tokenizer") << bad;
+    }
   }
 }
 

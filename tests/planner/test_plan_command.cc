@@ -59,6 +59,40 @@ TEST(PlanCommand, PlansAndExplains) {
   EXPECT_NE(r.out.find("searched"), std::string::npos);
 }
 
+// The layouts ranked are those giant train runs (no sequence parallelism,
+// its mesh's placement), and the first comes with the command that runs it.
+TEST(PlanCommand, RanksOnlyWhatGiantTrainRunsAndPrintsTheCommandForIt) {
+  const PlanOutput r = plan({"--model", "gpt-13b", "--cluster", "v100-tcp", "--top", "10", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json plans = nlohmann::json::parse(r.out);
+  ASSERT_EQ(plans.at("plans").size(), 10u);
+  for (const auto& p : plans.at("plans")) {
+    EXPECT_FALSE(p.at("layout").at("sequence_parallel").get<bool>()) << p.dump();
+    EXPECT_EQ(p.at("layout").at("placement"), "tp<dp<pp") << p.dump();
+  }
+  const nlohmann::json& best = plans.at("plans")[0].at("layout");
+  const std::string command = plans.at("command");
+  EXPECT_EQ(command.rfind("srun -N 4 --ntasks-per-node 8 giant train --set model.layers=40 ", 0), 0u) << command;
+  for (const char* key : {"tp", "pp", "dp"}) {
+    const std::string setting = std::string(" --set parallel.") + key + "=" + std::to_string(best.at(key).get<int>());
+    EXPECT_NE(command.find(setting), std::string::npos) << setting << " in " << command;
+  }
+  EXPECT_NE(command.find(" --set train.micro_batch=" + std::to_string(best.at("micro_batch").get<int>())),
+            std::string::npos)
+      << command;
+  const PlanOutput text = plan({"--model", "gpt-13b", "--cluster", "v100-tcp", "--hosts", "1", "--top", "3"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("\nrun #1: giant launch --nproc 8 -- giant train --set "), std::string::npos) << text.out;
+
+  const PlanOutput sp = plan({"--model", "gpt-13b", "--cluster", "v100-tcp", "--layout", "tp=8,sp=1"});
+  EXPECT_EQ(sp.code, 2);
+  EXPECT_NE(sp.err.find("sequence parallelism"), std::string::npos) << sp.err;
+  const PlanOutput placed = plan({"--model", "gpt-13b", "--cluster", "v100-tcp", "--layout",
+                                  "tp=2,dp=4,pp=4,placement=dp<tp<pp"});
+  EXPECT_EQ(placed.code, 1);
+  EXPECT_NE(placed.err.find("placement tp<dp<pp"), std::string::npos) << placed.err;
+}
+
 TEST(PlanCommand, Json) {
   const PlanOutput r = plan({"--model", "gpt-1.3b", "--cluster", "a100-40g-rdma", "--json", "--top", "2"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -115,6 +115,38 @@ TEST(Search, DeepSpeedsZeroThreeHasNoPipeline) {
   for (const Estimate& e : r.best) EXPECT_EQ(e.layout.pp, 1) << e.layout.describe();
 }
 
+TEST(Search, WhatGiantTrainRuns) {
+  Layout l;
+  l.tp = 2;
+  l.dp = 2;
+  l.pp = 2;
+  EXPECT_EQ(why_train_cannot_run(l), "");
+  l.sequence_parallel = true;
+  EXPECT_NE(why_train_cannot_run(l).find("sequence parallelism"), std::string::npos);
+  l.sequence_parallel = false;
+  l.order = parse_placement("dp<tp<pp");
+  EXPECT_NE(why_train_cannot_run(l).find("tp<dp<pp"), std::string::npos);
+  l.dp = 1;  // dp anywhere when it has one rank: the same placement
+  EXPECT_EQ(why_train_cannot_run(l), "");
+}
+
+// By default the search keeps to what giant train runs; asked, it also
+// costs what other systems run (sequence parallelism, other placements).
+TEST(Search, OtherSystemsLayoutsOnlyWhenAsked) {
+  const ModelSpec m = model_preset("gpt-13b");
+  const ClusterSpec c = cluster_preset("v100-tcp").resolved();
+  SearchOptions trained;
+  trained.top = 1000;
+  SearchOptions any = trained;
+  any.train_runs_only = false;
+  const SearchResult r = search_layouts(m, c, trained), all = search_layouts(m, c, any);
+  for (const Estimate& e : r.best) EXPECT_EQ(why_train_cannot_run(e.layout), "") << e.layout.describe();
+  EXPECT_GT(all.valid_layouts, r.valid_layouts);
+  bool sequence_parallel = false;
+  for (const Estimate& e : all.best) sequence_parallel = sequence_parallel || e.layout.sequence_parallel;
+  EXPECT_TRUE(sequence_parallel);
+}
+
 TEST(Search, FitsNowhereExplainsTheLeastMemory) {
   const ModelSpec m = model_preset("gpt-175b");
   ClusterSpec c = cluster_preset("v100-tcp").resolved();

@@ -13,6 +13,7 @@
 
 #include <ATen/ATen.h>
 
+#include "giant/base/crc32c.h"
 #include "giant/base/error.h"
 #include "giant/base/logging.h"
 #include "giant/base/synced_files.h"
@@ -29,6 +30,8 @@ namespace {
 constexpr const char* kConfigFile = "config.json";
 constexpr const char* kWeightsFile = "model.safetensors";
 constexpr const char* kHfPrefix = "transformer.";
+// GPT-2's BPE files in a Hugging Face folder (GPT2Tokenizer's names).
+constexpr const char* kHfTokenizerFiles[] = {"merges.txt", "vocab.json"};
 
 // How a Giant tensor becomes its Hugging Face counterpart.
 enum class Conversion {
@@ -115,19 +118,21 @@ std::string read_text_file(const fs::path& path) {
 // under): an OUT holding nothing else is a previous export, safe to replace.
 std::string temporary_name(const std::string& file) { return "." + file + ".tmp"; }
 
-bool is_export_file(const std::string& name) {
-  for (const std::string file : {kConfigFile, kWeightsFile}) {
+bool is_export_file(const std::string& name, const std::vector<std::string>& tokenizer_files) {
+  std::vector<std::string> files = tokenizer_files;
+  files.insert(files.end(), {kConfigFile, kWeightsFile});
+  for (const std::string& file : files) {
     if (name == file || name == temporary_name(file)) return true;
   }
   return false;
 }
 
-void prepare_export_folder(const fs::path& out) {
+void prepare_export_folder(const fs::path& out, const std::vector<std::string>& tokenizer_files) {
   if (fs::exists(out)) {
     if (!fs::is_directory(out)) throw Error(out.string() + " exists and is not a folder");
     for (const auto& entry : fs::directory_iterator(out)) {
       const std::string name = entry.path().filename().string();
-      if (!is_export_file(name)) {
+      if (!is_export_file(name, tokenizer_files)) {
         throw Error(out.string() + " holds " + name + ", which a Hugging Face export does not write: "
                     "export into an empty or new folder (or a previous export's)");
       }
@@ -183,6 +188,26 @@ void write_export_weights(const fs::path& out, const CheckpointLoader& loader, c
   const fs::path temporary = out / temporary_name(kWeightsFile);
   write_safetensors(temporary, tensors, {{"format", "pt"}});  // transformers' loader asks for "pt"
   rename_path(temporary, out / kWeightsFile);
+}
+
+// The tokenizer files the checkpoint carries (GPT-2's are vocab.json and
+// merges.txt, the names transformers' tokenizer reads), read and checked
+// before anything is written: a copy changed since the save is refused.
+std::vector<std::pair<std::string, std::string>> read_carried_tokenizer(const fs::path& checkpoint_dir,
+                                                                        const Manifest& manifest) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& name : manifest.tokenizer_files) {
+    const fs::path source = checkpoint_dir / name;
+    std::string bytes = read_text_file(source);
+    const auto entry = std::find_if(manifest.files.begin(), manifest.files.end(),
+                                    [&](const FileEntry& f) { return f.name == name; });
+    if (entry == manifest.files.end() || entry->bytes != bytes.size() || entry->crc32c != crc32c(bytes)) {
+      throw FormatError(source.string() + ": not the tokenizer file the manifest lists (its size or CRC-32C "
+                                          "changed)");
+    }
+    files.emplace_back(name, std::move(bytes));
+  }
+  return files;
 }
 
 // ---- import ----------------------------------------------------------------
@@ -277,11 +302,17 @@ std::vector<at::Tensor> read_giant_tensors(const SafetensorsReader& reader, cons
   return giant;
 }
 
+bool has_hf_tokenizer(const fs::path& hf_dir) {
+  return std::all_of(std::begin(kHfTokenizerFiles), std::end(kHfTokenizerFiles),
+                     [&](const char* name) { return fs::exists(hf_dir / name); });
+}
+
 // data.tokenizer for the imported model: GPT-2's BPE files beside the
-// weights, else bytes for a vocabulary they fit in.
+// weights (carried into the checkpoint), else bytes for a vocabulary they
+// fit in.
 std::string tokenizer_of(const fs::path& hf_dir, int64_t vocab) {
   const std::string gpt2 = "gpt2:" + without_trailing_separator(fs::absolute(hf_dir)).string();
-  if (fs::exists(hf_dir / "vocab.json") && fs::exists(hf_dir / "merges.txt")) return gpt2;
+  if (has_hf_tokenizer(hf_dir)) return gpt2;
   if (vocab <= 256) return "byte";
   GIANT_LOG(warn) << hf_dir.string() << " has no vocab.json and merges.txt: the checkpoint names tokenizer '"
                   << gpt2 << "', which needs them there (or give data.tokenizer when training on it)";
@@ -295,9 +326,10 @@ std::string piece_key(const std::string& name, const std::vector<int64_t>& offse
 }
 
 // Writes the checkpoint's files into `folder`: one safetensors file holding
-// every tensor whole, and the manifest.
-void write_imported_checkpoint(const fs::path& folder, Manifest manifest, const std::vector<TensorPair>& pairs,
-                               const std::vector<at::Tensor>& giant) {
+// every tensor whole, copies of the tokenizer files manifest.tokenizer_files
+// names from `hf_dir`, and the manifest.
+void write_imported_checkpoint(const fs::path& folder, const fs::path& hf_dir, Manifest manifest,
+                               const std::vector<TensorPair>& pairs, const std::vector<at::Tensor>& giant) {
   std::vector<TensorToWrite> tensors;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const std::vector<int64_t> origin(pairs[i].giant_shape.size(), 0);
@@ -308,6 +340,11 @@ void write_imported_checkpoint(const fs::path& folder, Manifest manifest, const 
   }
   const WrittenFile written = write_safetensors(folder / kWeightsFile, tensors);
   manifest.files.push_back({kWeightsFile, written.bytes, written.crc32c});
+  for (const std::string& name : manifest.tokenizer_files) {
+    const std::string bytes = read_text_file(hf_dir / name);
+    write_synced(folder / name, bytes);
+    manifest.files.push_back({name, bytes.size(), crc32c(bytes)});
+  }
   std::sort(manifest.tensors.begin(), manifest.tensors.end(),
             [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
   write_synced(folder / "manifest.json", manifest_to_json(manifest));
@@ -320,7 +357,9 @@ void clear_leftover(const fs::path& temporary) {
   if (!fs::exists(temporary)) return;
   for (const auto& entry : fs::directory_iterator(temporary)) {
     const std::string name = entry.path().filename().string();
-    if (name != kWeightsFile && name != "manifest.json") {
+    const bool tokenizer = std::find(std::begin(kHfTokenizerFiles), std::end(kHfTokenizerFiles), name) !=
+                           std::end(kHfTokenizerFiles);
+    if (name != kWeightsFile && name != "manifest.json" && !tokenizer) {
       throw Error(temporary.string() + " exists and holds " + name + ": move it away to import here");
     }
   }
@@ -334,8 +373,14 @@ void export_hf_gpt2(const fs::path& checkpoint, const fs::path& out) {
   const Manifest& manifest = loader.manifest();
   const std::vector<TensorPair> pairs = tensor_pairs(manifest.model);
   check_checkpoint_tensors(manifest, pairs, (loader.dir() / "manifest.json").string());
-  prepare_export_folder(out);
+  const auto tokenizer = read_carried_tokenizer(loader.dir(), manifest);
+  prepare_export_folder(out, manifest.tokenizer_files);
   write_export_weights(out, loader, pairs);
+  for (const auto& [name, bytes] : tokenizer) {
+    const fs::path temporary = out / temporary_name(name);
+    write_synced(temporary, bytes);
+    rename_path(temporary, out / name);
+  }
   const fs::path config = out / temporary_name(kConfigFile);
   write_synced(config, hf_gpt2_config_json(manifest.model));
   rename_path(config, out / kConfigFile);
@@ -351,13 +396,16 @@ void import_hf_gpt2(const fs::path& hf_dir, const fs::path& out) {
   const std::vector<TensorPair> pairs = tensor_pairs(manifest.model);
   const std::vector<at::Tensor> giant = read_giant_tensors(SafetensorsReader(hf_dir / kWeightsFile), pairs);
   manifest.tokenizer = tokenizer_of(hf_dir, manifest.model.vocab);
+  if (has_hf_tokenizer(hf_dir)) {
+    manifest.tokenizer_files.assign(std::begin(kHfTokenizerFiles), std::end(kHfTokenizerFiles));
+  }
 
   const fs::path temporary = target.string() + ".tmp";
   clear_leftover(temporary);
   std::error_code error;
   fs::create_directories(temporary, error);
   if (error) throw Error("cannot create " + temporary.string() + ": " + error.message());
-  write_imported_checkpoint(temporary, std::move(manifest), pairs, giant);
+  write_imported_checkpoint(temporary, hf_dir, std::move(manifest), pairs, giant);
   rename_path(temporary, target);
   sync_path(target.has_parent_path() ? target.parent_path() : fs::path("."));
 }

@@ -201,6 +201,23 @@ std::vector<FileEntry> files_from(const Fields& root) {
   return files;
 }
 
+// The optional list of tokenizer files: plain names, each once.
+std::vector<std::string> tokenizer_files_from(const Json& root, const std::string& file) {
+  const auto found = root.find("tokenizer_files");
+  if (found == root.end()) return {};  // written before checkpoints carried them
+  if (!found->is_array()) fail(file, "tokenizer_files must be an array");
+  std::vector<std::string> names;
+  for (const Json& item : *found) {
+    if (!item.is_string() || !plain_file_name(item.get<std::string>())) {
+      fail(file, "tokenizer_files[" + std::to_string(names.size()) + "] " + item.dump() + " is not a plain file name");
+    }
+    names.push_back(item.get<std::string>());
+  }
+  std::sort(names.begin(), names.end());
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) fail(file, "tokenizer_files lists a file twice");
+  return names;
+}
+
 std::vector<TensorEntry> tensors_from(const Fields& root) {
   std::vector<TensorEntry> tensors;
   for (const Json& item : root.array("tensors")) {
@@ -289,12 +306,15 @@ bool Manifest::has_optimizer_state() const {
 std::string manifest_to_json(const Manifest& m) {
   std::vector<TensorEntry> tensors = m.tensors;
   std::vector<FileEntry> files = m.files;
+  std::vector<std::string> tokenizer_files = m.tokenizer_files;
   sort_by_name(tensors);
   sort_by_name(files);
+  std::sort(tokenizer_files.begin(), tokenizer_files.end());
   const Json root = {{"format", "giant-checkpoint"},
                      {"format_version", m.format_version},
                      {"model", model_json(m.model)},
                      {"tokenizer", m.tokenizer},
+                     {"tokenizer_files", tokenizer_files},
                      {"step", m.step},
                      {"consumed_samples", m.consumed_samples},
                      {"layout", layout_json(m.layout)},
@@ -316,6 +336,7 @@ Manifest manifest_from_json(std::string_view json, const std::string& file) {
   }
   m.model = model_from(Fields(f.at("model"), file, "model"));
   m.tokenizer = f.text("tokenizer");
+  m.tokenizer_files = tokenizer_files_from(root, file);
   m.step = f.integer("step");
   m.consumed_samples = f.integer("consumed_samples");
   m.layout = layout_from(Fields(f.at("layout"), file, "layout"));
@@ -330,9 +351,15 @@ Manifest manifest_from_json(std::string_view json, const std::string& file) {
   for (size_t i = 1; i < m.tensors.size(); ++i) {
     if (m.tensors[i].name == m.tensors[i - 1].name) fail(file, "tensor '" + m.tensors[i].name + "' is listed twice");
   }
+  auto listed_in_files = [&](const std::string& name) {
+    return std::any_of(m.files.begin(), m.files.end(), [&](const FileEntry& e) { return e.name == name; });
+  };
+  for (const auto& name : m.tokenizer_files) {
+    if (!listed_in_files(name)) fail(file, "tokenizer file '" + name + "' is not among the manifest's files");
+  }
   for (const auto& t : m.tensors) {
     for (const auto& p : t.pieces) {
-      const bool listed = std::any_of(m.files.begin(), m.files.end(), [&](const FileEntry& e) { return e.name == p.file; });
+      const bool listed = listed_in_files(p.file);
       if (!listed) fail(file, "tensor '" + t.name + "' has a piece in '" + p.file + "', which the manifest does not list");
     }
     check_pieces(t, file);

@@ -66,7 +66,12 @@ struct TrainState {
 struct Manifest {
   int format_version = kFormatVersion;
   models::GptConfig model;
-  std::string tokenizer = "byte";  // data.tokenizer of the run
+  std::string tokenizer = "byte";  // data.tokenizer of the run, as it was given
+  // The files of this folder that tokenizer reads: copies carried with the
+  // checkpoint (also listed in `files`, so checked like the rest), so that
+  // it works wherever it is moved. Empty in checkpoints from before, whose
+  // tokenizer is read where `tokenizer` says, and for the byte tokenizer.
+  std::vector<std::string> tokenizer_files;
   int64_t step = 0;                // optimizer steps completed
   int64_t consumed_samples = 0;    // global samples the run has trained on
   SavedLayout layout;
@@ -85,7 +90,8 @@ std::string manifest_to_json(const Manifest& manifest);
 // version known, every field of the right type and range, model config
 // valid, every piece's box inside its tensor, every piece's file listed,
 // and the pieces of each tensor tiling it exactly (no gap, no overlap:
-// "missing piece" names the tensor).
+// "missing piece" names the tensor), every tokenizer file listed in files
+// (the key may be absent: none).
 Manifest manifest_from_json(std::string_view json, const std::string& file);
 
 // What one rank wrote into a checkpoint being saved (its pieces and its

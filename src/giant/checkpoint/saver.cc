@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "giant/base/crc32c.h"
 #include "giant/base/error.h"
 #include "giant/base/synced_files.h"
 #include "giant/base/timer.h"
@@ -50,8 +51,9 @@ struct Part {
   std::vector<Blob> blobs;
 };
 
-// Writes a rank's file and its manifest fragment into folder.
-void write_part(const fs::path& folder, int rank, const Part& part) {
+// Writes a rank's file and its manifest fragment into folder (the leader's
+// with the carried files).
+void write_part(const fs::path& folder, int rank, const Part& part, const std::vector<CarriedFile>& carried) {
   const std::string file = rank_file_name(rank, "safetensors");
   std::vector<TensorToWrite> tensors;
   ManifestFragment fragment;
@@ -74,6 +76,10 @@ void write_part(const fs::path& folder, int rank, const Part& part) {
   }
   const WrittenFile written = write_safetensors(folder / file, tensors);
   fragment.files.push_back({file, written.bytes, written.crc32c});
+  for (const CarriedFile& c : carried) {
+    write_synced(folder / c.name, c.bytes);
+    fragment.files.push_back({c.name, c.bytes.size(), crc32c(c.bytes)});
+  }
   write_synced(folder / rank_file_name(rank, "json"), fragment_to_json(fragment));
 }
 
@@ -111,6 +117,8 @@ void CheckpointSaver::State::begin(const Manifest& m, Part part) {
   meta = m;
   meta.tensors.clear();
   meta.files.clear();
+  meta.tokenizer_files.clear();
+  for (const CarriedFile& c : options.tokenizer_files) meta.tokenizer_files.push_back(c.name);
   folder = options.root / (".tmp." + step_folder_name(m.step));
   std::string failure;
   if (leader()) {
@@ -133,7 +141,8 @@ void CheckpointSaver::State::begin(const Manifest& m, Part part) {
   error.clear();
   auto write = [this](Part p) {
     try {
-      write_part(folder, rank, p);
+      const std::vector<CarriedFile> none;
+      write_part(folder, rank, p, leader() ? options.tokenizer_files : none);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -207,6 +216,13 @@ std::optional<fs::path> CheckpointSaver::State::commit() {
 
 CheckpointSaver::CheckpointSaver(SaverOptions options, ccl::Communicator* world) : state_(std::make_unique<State>()) {
   GIANT_CHECK(options.keep >= 1, "checkpoint.keep must be at least 1");
+  for (const CarriedFile& file : options.tokenizer_files) {
+    // A plain name that none of the checkpoint's own files takes.
+    const std::string& name = file.name;
+    GIANT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
+                    name != "manifest.json" && name.rfind("rank_", 0) != 0 && name.rfind(".tmp", 0) != 0,
+                "a file carried in checkpoints cannot be called '", name, "'");
+  }
   state_->options = std::move(options);
   state_->world = world;
   if (world != nullptr) {

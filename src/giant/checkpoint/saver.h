@@ -38,10 +38,22 @@ struct Blob {
   std::vector<uint8_t> bytes;
 };
 
+// A file the leader writes into every checkpoint beside the tensors: its
+// name in the folder and its contents (the tokenizer's vocabulary, read
+// once when the run starts, so that later changes to the original files
+// do not reach the checkpoints).
+struct CarriedFile {
+  std::string name;
+  std::string bytes;
+};
+
 struct SaverOptions {
   std::filesystem::path root;  // checkpoint.dir
   int64_t keep = 3;            // checkpoint.keep (at least 1)
   bool background = false;     // checkpoint.async
+  // Written into each checkpoint and named in its manifest's
+  // tokenizer_files (and files, with their checksums).
+  std::vector<CarriedFile> tokenizer_files;
 };
 
 class CheckpointSaver {
@@ -52,7 +64,8 @@ class CheckpointSaver {
   CheckpointSaver(const CheckpointSaver&) = delete;
   CheckpointSaver& operator=(const CheckpointSaver&) = delete;
 
-  // Saves `meta` (everything but tensors and files, the same on every rank)
+  // Saves `meta` (everything but tensors, files and tokenizer_files, which
+  // the saver fills; the same on every rank)
   // with this rank's `owned` slices and blobs. Collective. Without
   // background it returns once the checkpoint is committed; with it, once
   // the slices are copied (a save still in flight is first committed).

@@ -119,7 +119,8 @@ void read_merges(const std::string& path, const std::unordered_map<std::string, 
 }  // namespace
 
 Gpt2Files gpt2_files(const std::string& dir) {
-  if (exists(dir + "/vocab.json") || !exists(dir + "/encoder.json")) return {dir + "/vocab.json", dir + "/merges.txt"};
+  const std::string vocab = dir + "/" + kGpt2VocabFile;
+  if (exists(vocab) || !exists(dir + "/encoder.json")) return {vocab, dir + "/" + kGpt2MergesFile};
   return {dir + "/encoder.json", dir + "/vocab.bpe"};
 }
 

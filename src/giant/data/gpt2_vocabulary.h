@@ -24,6 +24,9 @@ struct Gpt2Files {
   std::string merges;
 };
 Gpt2Files gpt2_files(const std::string& dir);
+// The first form's names (Hugging Face's too): what copies are called.
+constexpr const char* kGpt2VocabFile = "vocab.json";
+constexpr const char* kGpt2MergesFile = "merges.txt";
 
 // Reads and checks the vocabulary in `dir`. A missing folder or file, bad
 // JSON, ids that are not 0..N-1 once each, a token that is not byte-level

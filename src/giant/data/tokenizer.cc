@@ -29,24 +29,68 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& tokens) const {
 
 std::vector<std::string> tokenizer_names() { return {"byte", "gpt2:DIR", "sentencepiece:FILE.model"}; }
 
-std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
-  if (name == "byte") return std::make_unique<ByteTokenizer>();
+namespace {
+
+// A spec split at its kind: "gpt2:DIR" -> {gpt2, DIR}.
+enum class TokenizerKind { byte, gpt2, sentencepiece };
+struct ParsedSpec {
+  TokenizerKind kind;
+  std::string argument;  // DIR or FILE.model
+};
+
+ParsedSpec parse_spec(const std::string& spec) {
+  if (spec == "byte") return {TokenizerKind::byte, ""};
   const std::string gpt2 = "gpt2:";
-  if (name.rfind(gpt2, 0) == 0) {
-    const std::string dir = name.substr(gpt2.size());
-    if (dir.empty()) throw ConfigError("data.tokenizer", "'" + name + "' names no folder (gpt2:DIR)");
-    return std::make_unique<Gpt2BpeTokenizer>(name, load_gpt2_vocabulary(dir));
+  if (spec.rfind(gpt2, 0) == 0) {
+    std::string dir = spec.substr(gpt2.size());
+    if (dir.empty()) throw ConfigError("data.tokenizer", "'" + spec + "' names no folder (gpt2:DIR)");
+    return {TokenizerKind::gpt2, std::move(dir)};
   }
   const std::string sentencepiece = "sentencepiece:";
-  if (name.rfind(sentencepiece, 0) == 0) {
-    const std::string file = name.substr(sentencepiece.size());
-    if (file.empty()) throw ConfigError("data.tokenizer", "'" + name + "' names no model (sentencepiece:FILE.model)");
-    return std::make_unique<SentencePieceTokenizer>(name, file);
+  if (spec.rfind(sentencepiece, 0) == 0) {
+    std::string file = spec.substr(sentencepiece.size());
+    if (file.empty()) throw ConfigError("data.tokenizer", "'" + spec + "' names no model (sentencepiece:FILE.model)");
+    return {TokenizerKind::sentencepiece, std::move(file)};
   }
   std::string known;
   for (const auto& n : tokenizer_names()) known += (known.empty() ? "'" : ", '") + n + "'";
-  throw ConfigError("data.tokenizer",
-                    "unknown tokenizer '" + name + "'; known tokenizers: " + known);
+  throw ConfigError("data.tokenizer", "unknown tokenizer '" + spec + "'; known tokenizers: " + known);
+}
+
+constexpr const char* kSentencePieceCopy = "tokenizer.model";
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name) {
+  const ParsedSpec parsed = parse_spec(name);
+  switch (parsed.kind) {
+    case TokenizerKind::byte: return std::make_unique<ByteTokenizer>();
+    case TokenizerKind::gpt2: return std::make_unique<Gpt2BpeTokenizer>(name, load_gpt2_vocabulary(parsed.argument));
+    case TokenizerKind::sentencepiece: return std::make_unique<SentencePieceTokenizer>(name, parsed.argument);
+  }
+  throw Error("unknown tokenizer kind");
+}
+
+std::vector<TokenizerFile> tokenizer_files(const std::string& spec) {
+  const ParsedSpec parsed = parse_spec(spec);
+  switch (parsed.kind) {
+    case TokenizerKind::byte: return {};
+    case TokenizerKind::gpt2: {
+      const Gpt2Files files = gpt2_files(parsed.argument);
+      return {{files.vocab, kGpt2VocabFile}, {files.merges, kGpt2MergesFile}};
+    }
+    case TokenizerKind::sentencepiece: return {{parsed.argument, kSentencePieceCopy}};
+  }
+  throw Error("unknown tokenizer kind");
+}
+
+std::string tokenizer_spec_in(const std::string& spec, const std::string& dir) {
+  switch (parse_spec(spec).kind) {
+    case TokenizerKind::byte: return spec;
+    case TokenizerKind::gpt2: return "gpt2:" + dir;
+    case TokenizerKind::sentencepiece: return "sentencepiece:" + dir + "/" + kSentencePieceCopy;
+  }
+  throw Error("unknown tokenizer kind");
 }
 
 }  // namespace giant::data

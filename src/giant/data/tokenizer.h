@@ -49,4 +49,19 @@ std::vector<std::string> tokenizer_names();
 // file (and, for an unknown spec, listing the known forms).
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
+// A file a tokenizer reads, and the name its copy takes in a folder that
+// carries the tokenizer (a checkpoint, a Hugging Face export): vocab.json
+// and merges.txt for GPT-2's BPE (whatever the source folder calls them),
+// tokenizer.model for SentencePiece.
+struct TokenizerFile {
+  std::string path;  // where `spec` reads it
+  std::string name;  // the copy's name
+};
+// The files `spec` reads (none for byte). ConfigError("data.tokenizer", ...)
+// for a spec make_tokenizer() does not know.
+std::vector<TokenizerFile> tokenizer_files(const std::string& spec);
+// The spec of the same tokenizer reading the copies tokenizer_files(spec)
+// names in `dir` ("byte" stays "byte").
+std::string tokenizer_spec_in(const std::string& spec, const std::string& dir);
+
 }  // namespace giant::data

@@ -280,6 +280,7 @@ RunPrediction predict_run(const PublishedRun& run, const ConstantsByType& consta
   ClusterSpec cluster = with_constants(run.cluster, constants);
   SearchOptions options;
   options.filter = run.layout;
+  options.train_runs_only = false;  // the published system's layout, sequence parallelism and all
   options.top = 1;
   options.simulate_best = 8;
   options.engine = run.engine;

@@ -108,6 +108,18 @@ std::string Layout::why_invalid(const ModelSpec& m, int devices) const {
   return why.str();
 }
 
+std::string why_train_cannot_run(const Layout& l) {
+  if (l.sequence_parallel) return "giant train has no sequence parallelism (sp)";
+  Layout trained = l;
+  trained.order = kTrainPlacement;
+  for (Axis axis : kTrainPlacement) {
+    if (l.size_of(axis) > 1 && l.stride_of(axis) != trained.stride_of(axis)) {
+      return "giant train places ranks " + trained.placement() + " (tp fastest, pp slowest), not " + l.placement();
+    }
+  }
+  return "";
+}
+
 bool LayoutFilter::accepts(const Layout& l) const {
   return (!dp || *dp == l.dp) && (!tp || *tp == l.tp) && (!pp || *pp == l.pp) &&
          (!micro_batch || *micro_batch == l.micro_batch) &&

@@ -19,6 +19,10 @@ const char* schedule_name(Schedule schedule);
 const char* recompute_name(Recompute recompute);
 const char* axis_name(Axis axis);
 
+// How `giant train` places ranks, fastest-varying axis first: its mesh's
+// rank = (pp_rank x dp + dp_rank) x tp + tp_rank.
+constexpr std::array<Axis, 3> kTrainPlacement = {Axis::tp, Axis::dp, Axis::pp};
+
 struct Layout {
   int dp = 1;
   int tp = 1;
@@ -29,7 +33,7 @@ struct Layout {
   int zero = 0;             // 0..3
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
-  std::array<Axis, 3> order = {Axis::tp, Axis::dp, Axis::pp};  // fastest first
+  std::array<Axis, 3> order = kTrainPlacement;  // fastest first
 
   int devices() const { return dp * tp * pp; }
   int64_t micro_batches(const ModelSpec& model) const { return model.global_batch / (int64_t{dp} * micro_batch); }
@@ -42,6 +46,13 @@ struct Layout {
   // Empty if the layout can run this model on `devices` devices, else why not.
   std::string why_invalid(const ModelSpec& model, int devices) const;
 };
+
+// The one statement of which layouts `giant train` runs (the planner's
+// search keeps to them unless asked for other systems' layouts; the
+// trainer's view of its own run uses kTrainPlacement): no sequence
+// parallelism, and ranks placed as kTrainPlacement (where an axis of size 1
+// sits changes nothing). Empty when it runs `layout`, else why not.
+std::string why_train_cannot_run(const Layout& layout);
 
 // A partial layout: what `--layout` fixes; the search fills in the rest.
 struct LayoutFilter {

@@ -12,6 +12,7 @@
 #include "giant/planner/plan_report.h"
 #include "giant/planner/search.h"
 #include "giant/planner/spec_toml.h"
+#include "giant/planner/train_command_line.h"
 
 namespace giant::planner {
 
@@ -129,6 +130,9 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
   if (a.simulate_all) options.simulate_best = 0;
   if (!a.layout.empty()) {
     options.filter = parse_layout_filter(a.layout);
+    if (options.filter.sequence_parallel.value_or(false))
+      throw ConfigError("--layout sp", "giant train has no sequence parallelism, and giant plan ranks only layouts it "
+                                       "runs (--eval-csv costs other systems' layouts)");
     // A layout the search could never produce gets its own reason.
     Layout probe;
     const LayoutFilter& f = options.filter;
@@ -147,12 +151,15 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
   if (result.best.empty()) {
     if (result.valid_layouts == 0)
       err << "giant plan: no valid layout matches" << (a.layout.empty() ? "" : " --layout " + a.layout)
-          << " (tp must divide heads and ffn, pp x v the layers, dp x mb the global batch)\n";
+          << " (tp must divide heads and ffn, pp x v the layers, dp x mb the global batch; and giant train must run "
+             "it: placement "
+          << Layout{}.placement() << ", no sequence parallelism)\n";
     else
       err << "giant plan: " << explain_fits_nowhere(model, cluster, result) << "\n";
     return 1;
   }
   print_plan_table(result.best, out);
+  out << "run #1: " << train_command_line(model, cluster, result.best.front()).text() << "\n";
   if (result.best.size() >= 2) out << "why: " << explain_choice(result.best[0], result.best[1]) << "\n";
   if (result.best_other_split)
     out << "against the best other split: " << explain_choice(result.best[0], *result.best_other_split) << "\n";

@@ -9,6 +9,7 @@
 
 #include "giant/planner/memory_model.h"
 #include "giant/planner/schedule.h"
+#include "giant/planner/train_command_line.h"
 
 namespace giant::planner {
 
@@ -132,6 +133,7 @@ void print_plans_json(const ModelSpec& m, const ClusterSpec& c, const SearchResu
   plan["search_s"] = r.search_seconds;
   plan["plans"] = Json::array();
   for (const Estimate& e : r.best) plan["plans"].push_back(estimate_json(e));
+  if (!r.best.empty()) plan["command"] = train_command_line(m, c, r.best.front()).text();
   if (r.best.size() >= 2) plan["why"] = explain_choice(r.best[0], r.best[1]);
   if (r.best.empty()) plan["fits_nowhere"] = explain_fits_nowhere(m, c, r);
   // Names come from the user's files and flags: ill-formed UTF-8 in them is
@@ -237,6 +239,7 @@ void print_baseline_comparison(const ModelSpec& m, const ClusterSpec& cluster, c
       o.top = 1;
       o.precision = precision;
       o.engine.deepspeed = candidate.deepspeed;
+      o.train_runs_only = candidate.layout.empty();  // a baseline is costed as its system runs it
       if (!candidate.layout.empty()) o.filter = parse_layout_filter(candidate.layout);
       SearchResult r = search_layouts(m, c, o);
       if (r.best.empty()) {

@@ -68,11 +68,12 @@ void for_each_layout(const ModelSpec& m, int devices, const SearchOptions& o, Fn
             for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
               base.recompute = r;
               for (bool sp : {false, true}) {
-                if (sp && (tp == 1 || !o.allow_sequence_parallel)) continue;
+                if (sp && tp == 1) continue;
                 base.sequence_parallel = sp;
                 for (const auto& order : distinct_orders(base)) {
                   base.order = order;
                   if (!f.accepts(base) || !base.why_invalid(m, devices).empty()) continue;
+                  if (o.train_runs_only && !why_train_cannot_run(base).empty()) continue;
                   fn(base);
                 }
               }

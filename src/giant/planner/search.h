@@ -1,6 +1,8 @@
 // The search over layouts: every dp x tp x pp split of the cluster, micro-
 // batch, schedule and interleave, ZeRO stage, recomputation, sequence
 // parallel and placement, pruned by memory, ranked by predicted step time.
+// By default only layouts `giant train` runs (why_train_cannot_run) are
+// searched: what it ranks is what a run can be started with.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,9 @@ struct SearchOptions {
   int top = 5;                // plans returned
   int max_micro_batch = 64;
   int max_virtual_stages = 8;
-  bool allow_sequence_parallel = true;
+  // false: also layouts only other systems run (sequence parallelism, any
+  // placement), to cost published runs and baselines, never to recommend.
+  bool train_runs_only = true;
   // The closed form ranks every fitting layout; this many of the best are
   // then simulated step by step and ranked again. 0 simulates all (brute force).
   int simulate_best = 256;

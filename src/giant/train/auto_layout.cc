@@ -33,8 +33,7 @@ std::string choose_layout(RunConfig& config, int world_size) {
   options.engine = planner_engine(config);
   options.filter.zero = static_cast<int>(config.parallel.zero);  // the trainer's stage, as set
   options.filter.recompute = config.train.recompute;  // as set, like the stage
-  options.filter.sequence_parallel = false;
-  options.allow_sequence_parallel = false;
+  // options.train_runs_only (the default) keeps to layouts this trainer runs.
   // train.precision is concrete here (auto is resolved before the layout is chosen).
   options.precision = planner_precision(config);
   planner::Estimate best;

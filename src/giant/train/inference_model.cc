@@ -5,6 +5,7 @@
 #include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/checkpoint/loader.h"
 #include "giant/models/gpt.h"
+#include "giant/train/checkpoint_tokenizer.h"
 
 namespace giant::train {
 
@@ -22,7 +23,7 @@ InferenceModel load_inference_model(const std::filesystem::path& checkpoint_path
   InferenceModel model;
   model.model = m.model;
   model.step = m.step;
-  model.tokenizer = data::make_tokenizer(m.tokenizer);
+  model.tokenizer = data::make_tokenizer(checkpoint_tokenizer_spec(dir, m));
   // Built whole, in fp32; its drawn weights are then overwritten.
   model.layers = models::gpt_layer_list(m.model).build_all(0, torch::TensorOptions().dtype(torch::kFloat));
   std::vector<checkpoint::TensorSlice> slices;

@@ -102,6 +102,7 @@ planner::Layout planner_layout(const RunConfig& c) {
   l.virtual_stages = l.schedule == planner::Schedule::interleaved ? static_cast<int>(c.parallel.virtual_stages) : 1;
   l.zero = static_cast<int>(c.parallel.zero);
   l.recompute = c.train.recompute;
+  l.order = planner::kTrainPlacement;  // the mesh's (parallel/mesh.h)
   return l;
 }
 

@@ -11,6 +11,7 @@
 #include "giant/ccl/communicator.h"
 #include "giant/checkpoint/loader.h"
 #include "giant/parallel/tensor_collectives.h"
+#include "giant/train/checkpoint_tokenizer.h"
 #include "giant/train/run_report.h"
 
 namespace giant::train {
@@ -23,6 +24,7 @@ checkpoint::SaverOptions saver_options(const RunConfig& config) {
   options.root = config.checkpoint.dir;
   options.keep = config.checkpoint.keep;
   options.background = config.checkpoint.async;
+  options.tokenizer_files = carried_tokenizer_files(config.data.tokenizer);
   return options;
 }
 
