@@ -4,9 +4,10 @@
 // changed optimizer and schedule keys are listed and apply; a checkpoint at
 // train.steps says what to change. Then as a user meets them, through
 // `giant train`: train.resume=auto shows why each candidate is unusable,
-// another run's checkpoint exits 2, a new train.lr applies from the
-// checkpoint's step on (and a new weight decay reaches the optimizer), a
-// rerun with nothing left to train tells what to change.
+// another run's checkpoint exits 2 (on every rank, under giant launch), a
+// new train.lr applies from the checkpoint's step on (and a new weight
+// decay reaches the optimizer), a rerun with nothing left to train tells
+// what to change.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -236,6 +237,18 @@ TEST(Rerun, AnotherRunsCheckpointIsBadInputNamingEachKey) {
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("step 3/3"), std::string::npos) << log;
+}
+
+// Every rank reads the manifest and refuses alike: no rank waits on another.
+TEST(Rerun, AnotherRunsCheckpointIsRefusedOnEveryRank) {
+  Rerun run;
+  const std::string dp2 = "--set parallel.dp=2 --set train.micro_batch=2 --set model.hidden=64 --set ccl.timeout=60s";
+  const int status = test::run_launch(run.dir.path(), train_args(run.out, 3, dp2), 2, "launch.log");
+  const std::string log = read_file(run.dir.path() + "/launch.log");
+  EXPECT_EQ(status, 2) << log;
+  for (const std::string rank : {"[rank 0] ", "[rank 1] "}) {
+    EXPECT_NE(log.find(rank + "  model.hidden: 32 in the checkpoint, 64 in this run"), std::string::npos) << log;
+  }
 }
 
 TEST(Rerun, ChangedTrainingKeysAreListedAndApply) {

@@ -15,12 +15,10 @@ using Json = nlohmann::json;
 constexpr const char* kIdentityKeys[] = {"data.path", "data.paths", "data.tokenizer", "data.val_fraction"};
 // What steers training from the checkpoint's step on (model.dropout, held
 // by the manifest's model, is compared too).
-constexpr const char* kTrainingKeys[] = {"train.beta1",         "train.beta2",
-                                         "train.global_batch",  "train.grad_clip",
-                                         "train.loss_scale_hysteresis", "train.loss_scale_window",
-                                         "train.lr",            "train.min_lr",
-                                         "train.seed",          "train.steps",
-                                         "train.warmup_steps",  "train.weight_decay"};
+constexpr const char* kTrainingKeys[] = {
+    "train.beta1", "train.beta2", "train.global_batch", "train.grad_clip", "train.loss_scale_hysteresis",
+    "train.loss_scale_window", "train.lr", "train.min_lr", "train.seed", "train.steps", "train.warmup_steps",
+    "train.weight_decay"};
 
 // JSON text; bytes that are not UTF-8 (a path may hold them) become U+FFFD.
 std::string json_text(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
