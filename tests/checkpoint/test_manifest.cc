@@ -174,6 +174,33 @@ TEST(Manifest, TextIsTheDocumentedSchema) {
   EXPECT_EQ(wte.at("pieces").at(1).at("offset"), json::array({8, 0}));
 }
 
+// The keys a resume compares: JSON values in the file, JSON text in memory;
+// a manifest without them (older, imported) has no field.
+TEST(Manifest, RunKeysRoundTripAsJsonValues) {
+  Manifest m = full_manifest();
+  EXPECT_EQ(json::parse(manifest_to_json(m)).count("run_keys"), 0u);
+  m.run_keys = {{"data.path", "\"/d/kjv.txt\""},
+                {"data.paths", "[\"0.7\",\"/d/books\"]"},
+                {"data.unused", "null"},
+                {"train.lr", "0.002"},
+                {"train.steps", "1000"}};
+  const std::string text = manifest_to_json(m);
+  const json j = json::parse(text);
+  EXPECT_EQ(j.at("run_keys").at("data.path"), "/d/kjv.txt");
+  EXPECT_EQ(j.at("run_keys").at("train.lr"), 0.002);
+  EXPECT_EQ(j.at("run_keys").at("train.steps"), 1000);
+  const Manifest back = manifest_from_json(text, kFile);
+  EXPECT_EQ(back.run_keys, m.run_keys);
+  EXPECT_EQ(manifest_to_json(back), text);
+
+  json bad = j;
+  bad["run_keys"] = json::array();
+  EXPECT_TRUE(names_all(format_error_of([&] { manifest_from_json(bad.dump(), kFile); }), {kFile, "run_keys"}));
+  bad["run_keys"] = {{"train.lr", {{"nested", 1}}}};
+  EXPECT_TRUE(
+      names_all(format_error_of([&] { manifest_from_json(bad.dump(), kFile); }), {kFile, "run_keys.train.lr"}));
+}
+
 // manifest_from_json's error for the full manifest's JSON after edit(j).
 std::string error_after(const std::function<void(json&)>& edit) {
   json j = json::parse(manifest_to_json(full_manifest()));

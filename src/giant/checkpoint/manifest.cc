@@ -165,6 +165,26 @@ TrainState train_from(const Fields& f) {
   return t;
 }
 
+// Each value is JSON text: stored as the value it spells (a string when it
+// is not JSON, which only a caller's mistake makes).
+Json run_keys_json(const std::map<std::string, std::string>& keys) {
+  Json out = Json::object();
+  for (const auto& [key, text] : keys) {
+    Json value = Json::parse(text, nullptr, false);
+    out[key] = value.is_discarded() ? Json(text) : std::move(value);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> run_keys_from(const Fields& f, const Json& object) {
+  std::map<std::string, std::string> keys;
+  for (const auto& item : object.items()) {
+    if (item.value().is_object()) fail(f.file(), f.name(item.key()) + " must be a key's value, got an object");
+    keys[item.key()] = item.value().dump();
+  }
+  return keys;
+}
+
 Json tensors_json(const std::vector<TensorEntry>& tensors) {
   Json out = Json::array();
   for (const auto& t : tensors) {
@@ -310,17 +330,18 @@ std::string manifest_to_json(const Manifest& m) {
   sort_by_name(tensors);
   sort_by_name(files);
   std::sort(tokenizer_files.begin(), tokenizer_files.end());
-  const Json root = {{"format", "giant-checkpoint"},
-                     {"format_version", m.format_version},
-                     {"model", model_json(m.model)},
-                     {"tokenizer", m.tokenizer},
-                     {"tokenizer_files", tokenizer_files},
-                     {"step", m.step},
-                     {"consumed_samples", m.consumed_samples},
-                     {"layout", layout_json(m.layout)},
-                     {"train_state", train_json(m.train)},
-                     {"files", files_json(files)},
+  Json root = {{"format", "giant-checkpoint"},
+               {"format_version", m.format_version},
+               {"model", model_json(m.model)},
+               {"tokenizer", m.tokenizer},
+               {"tokenizer_files", tokenizer_files},
+               {"step", m.step},
+               {"consumed_samples", m.consumed_samples},
+               {"layout", layout_json(m.layout)},
+               {"train_state", train_json(m.train)},
+               {"files", files_json(files)},
                      {"tensors", tensors_json(tensors)}};
+  if (!m.run_keys.empty()) root["run_keys"] = run_keys_json(m.run_keys);
   return root.dump(1) + "\n";
 }
 
@@ -341,6 +362,10 @@ Manifest manifest_from_json(std::string_view json, const std::string& file) {
   m.consumed_samples = f.integer("consumed_samples");
   m.layout = layout_from(Fields(f.at("layout"), file, "layout"));
   m.train = train_from(Fields(f.at("train_state"), file, "train_state"));
+  if (root.contains("run_keys")) {
+    const Json& keys = root.at("run_keys");
+    m.run_keys = run_keys_from(Fields(keys, file, "run_keys"), keys);
+  }
   m.files = files_from(f);
   m.tensors = tensors_from(f);
   sort_by_name(m.files);

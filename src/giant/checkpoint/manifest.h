@@ -76,6 +76,9 @@ struct Manifest {
   int64_t consumed_samples = 0;    // global samples the run has trained on
   SavedLayout layout;
   TrainState train;
+  // The keys of the run that saved it which a resume compares (key -> the
+  // value as JSON text); empty in checkpoints that predate them or were imported.
+  std::map<std::string, std::string> run_keys;
   std::vector<TensorEntry> tensors;  // sorted by name
   std::vector<FileEntry> files;      // sorted by name
 

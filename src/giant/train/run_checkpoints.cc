@@ -12,6 +12,7 @@
 #include "giant/checkpoint/loader.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/train/checkpoint_tokenizer.h"
+#include "giant/train/resume_check.h"
 #include "giant/train/run_report.h"
 
 namespace giant::train {
@@ -54,14 +55,12 @@ std::vector<std::string> RunCheckpoints::problems_of(const fs::path& candidate) 
   std::vector<std::string> problems;
   try {
     const checkpoint::Manifest manifest = checkpoint::read_manifest(candidate);
-    for (const auto& line : checkpoint::model_differences(manifest.model, config_.model)) {
-      problems.push_back((candidate / "manifest.json").string() + ": another model: " + line);
-    }
-    if (problems.empty()) {
-      // The ranks share the reading: file i is checked by rank i % size.
-      problems = checkpoint::verify_checkpoint(candidate, manifest, static_cast<size_t>(rank),
-                                               static_cast<size_t>(size));
-    }
+    // Another run's checkpoint is no corrupt one to fall back past: refused
+    // (every rank reads the same manifest and throws alike).
+    const auto differences = identity_differences(manifest, config_);
+    if (!differences.empty()) throw another_run_error(candidate, differences);
+    // The ranks share the reading: file i is checked by rank i % size.
+    problems = checkpoint::verify_checkpoint(candidate, manifest, static_cast<size_t>(rank), static_cast<size_t>(size));
   } catch (const checkpoint::FormatError& e) {
     problems.push_back(e.what());
   }
@@ -81,11 +80,21 @@ std::vector<std::string> RunCheckpoints::problems_of(const fs::path& candidate) 
 
 std::optional<fs::path> RunCheckpoints::choose_resume() {
   std::ostringstream log;
+  // Why each candidate was passed over, shown also when none is usable.
+  auto show_log = [&] {
+    std::istringstream lines(log.str());
+    for (std::string line; std::getline(lines, line);) progress_.line(line);
+  };
   Stopwatch watch;
-  const auto chosen = checkpoint::choose_resume_checkpoint(
-      config_.checkpoint.resume, config_.checkpoint.dir, [this](const fs::path& c) { return problems_of(c); }, log);
-  std::istringstream lines(log.str());
-  for (std::string line; std::getline(lines, line);) progress_.line(line);
+  std::optional<fs::path> chosen;
+  try {
+    chosen = checkpoint::choose_resume_checkpoint(config_.checkpoint.resume, config_.checkpoint.dir,
+                                                  [this](const fs::path& c) { return problems_of(c); }, log);
+  } catch (...) {
+    show_log();
+    throw;
+  }
+  show_log();
   if (chosen) progress_.line("checkpoint " + chosen->string() + " verified in " + fixed(watch.seconds(), 2) + " s");
   return chosen;
 }

@@ -1,5 +1,6 @@
 // A run's checkpoints: which one train.resume picks (verified by every
-// rank together, falling back past a corrupt newest one under "auto"),
+// rank together, falling back past a corrupt newest one under "auto",
+// refusing another run's),
 // loading this rank's slices of it, and saving at checkpoint.every steps
 // and at the end (checkpoint.async in the background).
 #pragma once
@@ -28,9 +29,11 @@ class RunCheckpoints {
   // world: every rank (null: one process).
   RunCheckpoints(const RunConfig& config, ccl::Communicator* world, Progress& progress);
 
-  // The checkpoint to start from (nullopt: a fresh run). Collective.
-  // FormatError (exit 1) when train.resume names a bad checkpoint, or under
-  // auto when none in checkpoint.dir is good.
+  // The checkpoint to start from (nullopt: a fresh run). Collective. Prints
+  // why each candidate passed over is unusable. FormatError (exit 1) when
+  // train.resume names a bad checkpoint, or under auto when none in
+  // checkpoint.dir is good; ConfigError (exit 2) naming each differing key
+  // when the candidate is another run's (resume_check.h).
   std::optional<std::filesystem::path> choose_resume();
 
   // What every rank must agree on before saving at the end of `step`

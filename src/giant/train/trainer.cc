@@ -38,6 +38,7 @@
 #include "giant/train/pipeline_step.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/progress.h"
+#include "giant/train/resume_check.h"
 #include "giant/train/run_checkpoints.h"
 #include "giant/train/run_report.h"
 #include "giant/train/sharded_model.h"
@@ -432,6 +433,7 @@ checkpoint::Manifest Trainer::State::manifest_at(int64_t steps_done, const StepG
   checkpoint::Manifest m;
   m.model = config.model;
   m.tokenizer = config.data.tokenizer;
+  m.run_keys = run_keys_of(config);
   m.step = steps_done;
   m.consumed_samples = batches->first_sample_of(steps_done);
   m.layout = checkpoints->layout();
@@ -462,10 +464,7 @@ void Trainer::State::resume_from(const std::filesystem::path& checkpoint_dir) {
   Stopwatch load_watch;
   const checkpoint::CheckpointLoader loader(checkpoint_dir);
   const checkpoint::Manifest& m = loader.manifest();
-  if (m.step > config.train.steps) {
-    throw ConfigError("train.steps", "is " + std::to_string(config.train.steps) + " but the checkpoint " +
-                                         checkpoint_dir.string() + " is at step " + std::to_string(m.step));
-  }
+  const std::vector<std::string> changes = resume_notes(checkpoint_dir, m, config);  // or refused
   const bool optimizer_state = m.has_optimizer_state();
   loader.load(slices_to_load(held(), optimizer_state));
   start_step = m.step;
@@ -494,6 +493,7 @@ void Trainer::State::resume_from(const std::filesystem::path& checkpoint_dir) {
                 std::to_string(m.layout.dp) + " x pp " + std::to_string(m.layout.pp) + " x tp " +
                 std::to_string(m.layout.tp) + ", ZeRO " + std::to_string(m.layout.zero) + ", " + m.layout.precision +
                 notes + "; loaded in " + fixed(load_watch.seconds(), 2) + " s)");
+  for (const auto& line : changes) progress.line(line);
 }
 
 Trainer::~Trainer() = default;
@@ -662,7 +662,7 @@ TrainSummary Trainer::run() {
   }
   if (s.start_step == t.steps) {
     summary.last_step = t.steps;
-    s.progress.line("the checkpoint is at train.steps = " + std::to_string(t.steps) + ": nothing left to train");
+    s.progress.line(nothing_left_to_train(s.resumed_from, t.steps));
     summary.val_loss = s.evaluate();
     // Its state is saved in checkpoint.dir unless it came from there: a
     // checkpoint loaded into this layout and saved again.

@@ -1,10 +1,11 @@
-// Running `giant launch ... -- giant train ...` as real processes from a
-// test, and reading the losses a run logged.
+// Running `giant train ...` and `giant launch ... -- giant train ...` as
+// real processes from a test, and reading the losses a run logged.
 #pragma once
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,14 @@ inline int run_launch(const std::string& dir, const std::string& train_args, int
   int status = 0;
   if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status);
+}
+
+// `PREFIX giant train ARGS` in one process through the shell: its exit
+// status (-1 when it did not exit normally), its output in `log`.
+inline int run_train(const std::string& args, const std::string& log, const std::string& prefix = "") {
+  const std::string command = prefix + giant_binary() + " train " + args + " > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // The training losses of metrics.jsonl, one per step, in order.
