@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "giant/base/error.h"
+#include "giant/base/logging.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/communicator.h"
@@ -21,6 +23,24 @@
 #include "giant/train/trainer.h"
 
 namespace giant::app {
+namespace {
+
+// The start-up dump: the keys not at their default, each with its source
+// (config.toml in the out dir holds every key).
+void print_changed_keys(const Tunables& keys, const std::string& out_dir) {
+  const std::string saved = (std::filesystem::path(out_dir) / "config.toml").string();
+  const std::string changed = keys.describe_changed();
+  if (changed.empty()) {
+    std::cout << "giant train: effective config: every key at its default (all keys in " << saved << ")\n";
+    return;
+  }
+  std::cout << "giant train: effective config, keys not at their default (value, source; all keys in " << saved
+            << "):\n";
+  std::istringstream described(changed);
+  for (std::string line; std::getline(described, line);) std::cout << "  " << line << '\n';
+}
+
+}  // namespace
 
 int train_command(const std::vector<std::string>& args) {
   CLI::App cli("Train a GPT. Keys: built-in defaults < CONFIG.toml < GIANT_<KEY> environment < --set.",
@@ -60,10 +80,11 @@ int train_command(const std::vector<std::string>& args) {
     launch = ccl::resolve_bootstrap(env);
     // Before the layout: the planner predicts in the run's precision.
     const std::string precision = train::resolve_precision(config);
-    if (launch.rank == 0) std::cout << "giant train: " << precision << '\n';
+    const bool leader_informs = launch.rank == 0 && log_enabled(LogLevel::info);
+    if (leader_informs) std::cout << "giant train: " << precision << '\n';
     if (config.parallel.automatic) {
       const std::string chosen = train::choose_layout(config, launch.world_size);
-      if (launch.rank == 0) std::cout << "giant train: " << chosen << '\n';
+      if (leader_informs) std::cout << "giant train: " << chosen << '\n';
     }
     train::check_layout(config, launch.world_size);
   } catch (const std::exception& e) {
@@ -72,10 +93,8 @@ int train_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
 
-  if (launch.rank == 0) {
-    std::cout << "giant train: effective config (value, source):\n";
-    std::istringstream described(keys.describe());
-    for (std::string line; std::getline(described, line);) std::cout << "  " << line << '\n';
+  if (launch.rank == 0 && log_enabled(LogLevel::info)) {
+    print_changed_keys(keys, config.train.out_dir);
     if (launch.world_size > 1) {
       std::cout << "giant train: " << launch.world_size << " ranks started by " << launch.source << '\n';
     }
@@ -89,7 +108,7 @@ int train_command(const std::vector<std::string>& args) {
     }
     train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, {}, world);
     const train::TrainSummary s = trainer.run();
-    if (launch.rank != 0) return kExitOk;
+    if (launch.rank != 0 || !log_enabled(LogLevel::info)) return kExitOk;
     std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
                 "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",
                 static_cast<long long>(s.steps), s.seconds, s.val_loss, s.tokens_per_s_median,
