@@ -155,6 +155,7 @@ int checkpoint_info_command(const std::vector<std::string>& args) {
   InspectFlags flags;
   add_dir_option(cli, flags);
   cli.add_flag("--json", flags.json, "print the manifest as JSON instead");
+  cli.footer("Exit status: 0 done, 1 an unreadable or invalid manifest, 2 bad flags or a DIR that is no checkpoint.");
   if (const auto code = parse_command_line(cli, args)) return *code;
   apply_global_flags(flags.global);
   const auto dir = checkpoint_folder(command, flags.dir);
@@ -179,6 +180,8 @@ int checkpoint_verify_command(const std::vector<std::string>& args) {
                command);
   InspectFlags flags;
   add_dir_option(cli, flags);
+  cli.footer("Exit status: 0 every file and piece as the manifest says, 1 a problem found (or the manifest "
+             "unreadable), 2 bad flags or a DIR that is no checkpoint.");
   if (const auto code = parse_command_line(cli, args)) return *code;
   apply_global_flags(flags.global);
   const auto dir = checkpoint_folder(command, flags.dir);

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "giant/base/error.h"
 #include "giant/base/utf8.h"
+#include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/train/generate.h"
 #include "giant/train/inference_model.h"
 
@@ -34,7 +35,9 @@ std::string number_text(double value) {
   return out.str();
 }
 
-// ConfigError naming the flag that is out of range, or the checkpoint that is not there.
+// ConfigError naming the flag that is out of range, or the CHECKPOINT that
+// is neither a checkpoint nor a checkpoint.dir (a corrupt one is found
+// later: a runtime failure).
 void check_flags(const GenerateFlags& f) {
   const train::SampleOptions& s = f.sample;
   if (s.tokens < 0) throw ConfigError("--max-tokens", "must not be negative, got " + std::to_string(s.tokens));
@@ -51,6 +54,11 @@ void check_flags(const GenerateFlags& f) {
   std::error_code error;
   if (!std::filesystem::exists(f.checkpoint, error)) {
     throw ConfigError("CHECKPOINT", "'" + f.checkpoint + "' does not exist");
+  }
+  try {
+    giant::checkpoint::resolve_checkpoint(f.checkpoint);
+  } catch (const FormatError& e) {
+    throw ConfigError("CHECKPOINT", e.what());
   }
 }
 

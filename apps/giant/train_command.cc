@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "commands.h"
 #include "stop_signals.h"
 #include "giant/base/error.h"
+#include "giant/base/logging.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/communicator.h"
@@ -25,8 +27,22 @@
 #include "giant/train/trainer.h"
 
 namespace giant::app {
-
 namespace {
+
+// The start-up dump: the keys not at their default, each with its source
+// (config.toml in the out dir holds every key).
+void print_changed_keys(const Tunables& keys, const std::string& out_dir) {
+  const std::string saved = (std::filesystem::path(out_dir) / "config.toml").string();
+  const std::string changed = keys.describe_changed();
+  if (changed.empty()) {
+    std::cout << "giant train: effective config: every key at its default (all keys in " << saved << ")\n";
+    return;
+  }
+  std::cout << "giant train: effective config, keys not at their default (value, source; all keys in " << saved
+            << "):\n";
+  std::istringstream described(changed);
+  for (std::string line; std::getline(described, line);) std::cout << "  " << line << '\n';
+}
 
 // What is chosen from the measured rates, the same on every rank since the
 // rates are: train.precision = auto, then parallel.auto (the planner
@@ -36,10 +52,11 @@ std::optional<int> resolve_measured_choices(train::RunConfig& config, const trai
                                             const ccl::BootstrapInfo& launch) {
   try {
     const std::string precision = train::resolve_precision(config, rates);
-    if (launch.rank == 0) std::cout << "giant train: " << precision << '\n';
+    const bool leader_informs = launch.rank == 0 && log_enabled(LogLevel::info);
+    if (leader_informs) std::cout << "giant train: " << precision << '\n';
     if (config.parallel.automatic) {
       const std::string chosen = train::choose_layout(config, launch.world_size);
-      if (launch.rank == 0) std::cout << "giant train: " << chosen << '\n';
+      if (leader_informs) std::cout << "giant train: " << chosen << '\n';
     }
     train::check_layout(config, launch.world_size);
   } catch (const std::exception& e) {
@@ -112,10 +129,8 @@ int train_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
 
-  if (launch.rank == 0) {
-    std::cout << "giant train: effective config (value, source):\n";
-    std::istringstream described(keys.describe());
-    for (std::string line; std::getline(described, line);) std::cout << "  " << line << '\n';
+  if (launch.rank == 0 && log_enabled(LogLevel::info)) {
+    print_changed_keys(keys, config.train.out_dir);
     if (launch.world_size > 1) {
       std::cout << "giant train: " << launch.world_size << " ranks started by " << launch.source << '\n';
     }
@@ -136,7 +151,7 @@ int train_command(const std::vector<std::string>& args) {
     train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, hooks, world, rates);
     const train::TrainSummary s = trainer.run();
     if (s.stop_signal != 0) return report_stop(s, config, launch.rank);
-    if (launch.rank != 0) return kExitOk;
+    if (launch.rank != 0 || !log_enabled(LogLevel::info)) return kExitOk;
     std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
                 "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",
                 static_cast<long long>(s.steps), s.seconds, s.val_loss, s.tokens_per_s_median,

@@ -92,6 +92,27 @@ TEST(Tunables, LayersByPrecedence) {
   EXPECT_NE(text.find("ccl.chunk = 1 MiB (environment)"), std::string::npos) << text;
 }
 
+// What giant train's start-up shows: the keys whose value is not the one
+// they were defined with, whatever set them.
+TEST(Tunables, DescribeChangedListsOnlyKeysNotAtTheirDefault) {
+  Tunables t;
+  t.define_int("a.count", 2, "a count");
+  t.define_real("a.rate", 0.1, "a rate");
+  t.define_string("a.name", "x", "a name");
+  t.define_list("a.items", {"p"}, "items");
+  t.define_bytes("a.size", 4 * MiB, "a size");
+  EXPECT_EQ(t.describe_changed(), "");
+  t.set("a.count", "2", TunableSource::config);  // set, but to its default
+  t.set("a.rate", "0.25", TunableSource::environment);
+  t.set_list("a.items", {"p", "q"}, TunableSource::command_line);
+  EXPECT_TRUE(t.at_default("a.count"));
+  EXPECT_FALSE(t.at_default("a.rate"));
+  EXPECT_EQ(t.describe_changed(),
+            "a.items = [\"p\", \"q\"] (command line)  # items\n"
+            "a.rate = 0.25 (environment)  # a rate\n");
+  EXPECT_NE(t.describe().find("a.count = 2 (config)"), std::string::npos);
+}
+
 TEST(Tunables, ErrorsNameTheKey) {
   Tunables t;
   t.define_int("ccl.sockets", 2, "sockets per peer");

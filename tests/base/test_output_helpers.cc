@@ -1,4 +1,5 @@
 // The helpers behind what runs write for people and tools: printable UTF-8,
+// percent-encoded bytes,
 // wall-clock time, peak memory and CRC-32C.
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "giant/base/crc32c.h"
+#include "giant/base/error.h"
 #include "giant/base/host_memory.h"
 #include "giant/base/utf8.h"
 #include "giant/base/wall_clock.h"
@@ -128,6 +130,31 @@ TEST(ValidUtf8, KeepsControlsAndReplacesIllFormedSubpartsAsPrintableDoes) {
     if (no_controls.find("\xC2") == std::string::npos) {
       ASSERT_EQ(valid_utf8(no_controls), printable_utf8(no_controls)) << round;
     }
+  }
+}
+
+// A POSIX path is any bytes; TOML's strings are UTF-8. Percent-encoding the
+// ill-formed bytes (and '%') gives valid UTF-8 that decodes to the same bytes,
+// leaving well-formed characters as they are.
+TEST(PercentEncodeIllFormed, RoundTripsAnyBytes) {
+  EXPECT_TRUE(is_valid_utf8("caf\xC3\xA9 \x01"));
+  EXPECT_FALSE(is_valid_utf8("caf\xE9"));
+  EXPECT_EQ(percent_encode_ill_formed("/data/caf\xE9/100%.bin"), "/data/caf%E9/100%25.bin");
+  EXPECT_EQ(percent_encode_ill_formed("\xC3\xA9\xF0\x9F\x98"), "\xC3\xA9%F0%9F%98");
+  EXPECT_EQ(percent_decode("/data/caf%E9/100%25.bin"), "/data/caf\xE9/100%.bin");
+  EXPECT_EQ(percent_decode("%e9"), "\xE9");
+  EXPECT_THROW(percent_decode("100%"), Error);
+  EXPECT_THROW(percent_decode("%G0"), Error);
+  uint64_t state = 0x243F6A8885A308D3ULL;
+  for (int round = 0; round < 200; ++round) {
+    std::string bytes;
+    for (int i = 0; i < 64; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      bytes += static_cast<char>(state >> 56);
+    }
+    const std::string text = percent_encode_ill_formed(bytes);
+    ASSERT_TRUE(well_formed(text)) << round;
+    ASSERT_EQ(percent_decode(text), bytes) << round;
   }
 }
 

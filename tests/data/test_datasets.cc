@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "giant/base/error.h"
@@ -227,13 +229,40 @@ TEST_F(IndexedFixture, BadBlendsAndSplitsNameTheKey) {
   o.paths = {"heavy", ok};
   EXPECT_TRUE(contains(error_of(o).what(), "weight 'heavy'"));
   o.paths = {"1", dir_ + "/nothing"};
-  EXPECT_TRUE(contains(error_of(o).what(), "not an indexed dataset")) << error_of(o).what();
+  EXPECT_TRUE(contains(error_of(o).what(), "a prefix needs both " + dir_ + "/nothing.bin and")) << error_of(o).what();
   o = options(ok);
   o.val_fraction = 0.9;
   EXPECT_EQ(error_of(o).key(), "data.val_fraction");
   o = options(ok);
   o.seq_len = 60;  // 50-token documents: too short for a sample
   EXPECT_EQ(error_of(o).key(), "model.seq_len");
+}
+
+// A text file named like a prefix (data.path = "notes.bin"), or a prefix
+// missing one of its files, is bad input naming the key and what a prefix
+// needs, not a runtime failure naming only the missing .idx.
+TEST_F(IndexedFixture, APrefixMissingAFileNamesTheKeyAndWhatAPrefixNeeds) {
+  std::filesystem::create_directories(dir_);
+  const std::string notes = dir_ + "/notes.bin";
+  std::ofstream(notes) << "plain text, not tokens\n";
+  const std::string half = write("half", {50, 50});
+  std::filesystem::remove(half + ".bin");
+  ByteTokenizer tokenizer;
+  for (const auto& [path, missing] : std::vector<std::pair<std::string, std::string>>{
+           {notes, dir_ + "/notes.idx"}, {half, half + ".bin"}, {half + ".idx", half + ".bin"}}) {
+    try {
+      open_datasets(options(path), tokenizer);
+      ADD_FAILURE() << path << ": no error";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "data.path") << e.what();
+      EXPECT_TRUE(contains(e.what(), "there is no file " + missing)) << e.what();
+      EXPECT_TRUE(contains(e.what(), "a prefix needs both")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "giant data prepare")) << e.what();
+      if (path == notes) {
+        EXPECT_TRUE(contains(e.what(), "a text file to train on directly must not end in .bin or .idx")) << e.what();
+      }
+    }
+  }
 }
 
 TEST_F(IndexedFixture, IdsBeyondTheVocabularyNameTheFile) {

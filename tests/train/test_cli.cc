@@ -5,50 +5,21 @@
 // GIANT_LOG_LEVEL and timestamps; `plan --eval-csv` with bad rows; `generate`'s flags.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <regex>
 #include <string>
 
 #include "giant/train/precision_choice.h"
-#include "train/support/train_test_support.h"
+#include "train/support/giant_process.h"
 
 namespace {
 
-using giant::train::test::read_file;
+using giant::train::test::expect_bad_input;
+using giant::train::test::expect_user_terms;
+using giant::train::test::giant;
+using giant::train::test::Outcome;
 using giant::train::test::TempDir;
 
-const std::string kGiant = std::string(GIANT_BINARY_DIR) + "/giant";
 const std::string kData = std::string(GIANT_SOURCE_DIR) + "/tests/planner/data/";
-
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-// `env [ENV] giant ARGS` through the shell (ARGS and ENV as a shell reads them).
-Outcome giant(const std::string& args, const std::string& env = "") {
-  TempDir dir("giant-cli-test");
-  const std::string out = dir.path() + "/out", err = dir.path() + "/err";
-  const std::string command = "env " + env + " " + kGiant + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  const int status = std::system(command.c_str());
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return {code, read_file(out), read_file(err)};
-}
-
-// What the user must never see.
-void expect_user_terms(const Outcome& r, const std::string& what) {
-  EXPECT_EQ(r.err.find(" at giant/"), std::string::npos) << what << ": an internal check's text:\n" << r.err;
-  EXPECT_EQ(r.err.find("Run with --help"), std::string::npos) << what << ": CLI11's own text:\n" << r.err;
-}
-
-void expect_bad_input(const std::string& args, const std::string& says, const std::string& env = "") {
-  const Outcome r = giant(args, env);
-  EXPECT_EQ(r.code, 2) << env << " giant " << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(says), std::string::npos) << env << " giant " << args << "\n" << r.err;
-  expect_user_terms(r, args);
-}
 
 TEST(Cli, Version) {
   const Outcome r = giant("--version");

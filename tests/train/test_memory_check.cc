@@ -76,9 +76,33 @@ TEST(MemoryCheck, TwoRanksAreToldTheZeroStageThatFits) {
 
 TEST(MemoryCheck, NothingFitsSaysSo) {
   RunConfig config = run_config_from(keys_with(large_run({"train.memory_limit_gb=0.001"})));
-  const std::string why = refusal(config, 1);
-  EXPECT_NE(why.find("no change of ZeRO stage, recomputation, micro-batch or tp/pp split fits"), std::string::npos)
+  std::string key;
+  const std::string why = refusal(config, 1, &key);
+  EXPECT_NE(why.find("No change of ZeRO stage, recomputation, micro-batch or tp/pp split fits"), std::string::npos)
       << why;
+  EXPECT_EQ(key, "train.memory_limit_gb");  // the user set it: raising it is one way out
+  EXPECT_NE(why.find("or run on more ranks, or raise train.memory_limit_gb."), std::string::npos) << why;
+}
+
+// Without train.memory_limit_gb, a model too large for anything is refused
+// naming the model key to change, in a whole sentence, and not blaming the
+// limit nobody set.
+TEST(MemoryCheck, AModelTooLargeForAnyLayoutNamesTheModelKey) {
+  const RunConfig config = run_config_from(keys_with({"model.seq_len=100000000"}));
+  std::string key;
+  const std::string why = refusal(config, 1, &key);
+  std::printf("%s\n", why.c_str());
+  EXPECT_EQ(key, "model.seq_len") << why;
+  EXPECT_EQ(why.find("memory_limit_gb"), std::string::npos) << why;
+  EXPECT_NE(why.find("make the model smaller (model.seq_len first, or model.hidden or model.layers) or run on more "
+                     "ranks."),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.back(), '.') << why;
+  // Where the layers hold the memory, they are the key named.
+  std::string layers_key;
+  refusal(run_config_from(keys_with({"model.layers=100000", "model.seq_len=16"})), 1, &layers_key);
+  EXPECT_EQ(layers_key, "model.layers");
 }
 
 TEST(MemoryCheck, WithoutALimitTheHostsShareOfItsMemory) {

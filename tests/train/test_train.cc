@@ -119,6 +119,44 @@ TEST(RunConfig, BadFilesNameTheKeyOrTheFile) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("missing.toml"), std::string::npos) << e.what();
   }
+  // toml++ reads a directory, a FIFO or a device as an empty document: the
+  // defaults would train. Each is refused.
+  for (const std::string& path : {dir.path(), std::string("/dev/null")}) {
+    try {
+      apply_config_file(keys, path);
+      ADD_FAILURE() << "no error for " << path;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("config file '" + path + "' is "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("giant train takes a TOML file"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A POSIX path is any bytes; a TOML string must be UTF-8. config.toml keeps
+// such a path byte for byte, so a run can be repeated from its own config.
+TEST(RunConfig, PathsThatAreNotUtf8RoundTripThroughTheSavedConfig) {
+  TempDir dir;
+  const std::string latin1 = dir.path() + "/caf\xE9 100%/text.txt";  // é in Latin-1: not UTF-8
+  const std::string utf8 = dir.path() + "/caf\xC3\xA9/\"quoted\"\\x.txt";
+  Tunables keys;
+  define_run_keys(keys);
+  keys.set("data.path", latin1, TunableSource::command_line);
+  keys.set("train.out_dir", utf8, TunableSource::command_line);
+  keys.set_list("data.paths", {"0.5", latin1, "0.5", utf8 + "\xFF"}, TunableSource::command_line);
+  const std::string toml = run_config_toml(keys);
+  EXPECT_TRUE(is_valid_utf8(toml)) << toml;
+  EXPECT_NE(toml.find("path = { percent_encoded = '" + dir.path() + "/caf%E9 100%25/text.txt' }"), std::string::npos)
+      << toml;
+  Tunables again;
+  define_run_keys(again);
+  apply_config_file(again, dir.file("saved.toml", toml));
+  EXPECT_EQ(again.get_string("data.path"), latin1);
+  EXPECT_EQ(again.get_string("train.out_dir"), utf8);
+  EXPECT_EQ(again.get_list("data.paths"), keys.get_list("data.paths"));
+  // A malformed escape names the key.
+  Tunables bad;
+  define_run_keys(bad);
+  EXPECT_EQ(error_key([&] { apply_override(bad, "data.path={ percent_encoded = \"x%G\" }"); }), "data.path");
 }
 
 // A tiny model on a tiny text, quick enough for a unit test.

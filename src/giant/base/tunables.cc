@@ -63,26 +63,40 @@ Tunables::Entry& Tunables::define(const std::string& name, TunableKind kind, con
 }
 
 void Tunables::define_int(const std::string& name, int64_t value, const std::string& help) {
-  define(name, TunableKind::integer, help).integer = value;
+  Entry& e = define(name, TunableKind::integer, help);
+  e.integer = value;
+  e.initial = e;
 }
 void Tunables::define_real(const std::string& name, double value, const std::string& help) {
-  define(name, TunableKind::real, help).real = value;
+  Entry& e = define(name, TunableKind::real, help);
+  e.real = value;
+  e.initial = e;
 }
 void Tunables::define_bool(const std::string& name, bool value, const std::string& help) {
-  define(name, TunableKind::boolean, help).boolean = value;
+  Entry& e = define(name, TunableKind::boolean, help);
+  e.boolean = value;
+  e.initial = e;
 }
 void Tunables::define_string(const std::string& name, const std::string& value, const std::string& help) {
-  define(name, TunableKind::string, help).text = value;
+  Entry& e = define(name, TunableKind::string, help);
+  e.text = value;
+  e.initial = e;
 }
 void Tunables::define_bytes(const std::string& name, int64_t value, const std::string& help) {
-  define(name, TunableKind::bytes, help).integer = value;
+  Entry& e = define(name, TunableKind::bytes, help);
+  e.integer = value;
+  e.initial = e;
 }
 void Tunables::define_seconds(const std::string& name, double value, const std::string& help) {
-  define(name, TunableKind::seconds, help).real = value;
+  Entry& e = define(name, TunableKind::seconds, help);
+  e.real = value;
+  e.initial = e;
 }
 
 void Tunables::define_list(const std::string& name, const std::vector<std::string>& value, const std::string& help) {
-  define(name, TunableKind::list, help).items = value;
+  Entry& e = define(name, TunableKind::list, help);
+  e.items = value;
+  e.initial = e;
 }
 
 namespace {
@@ -249,13 +263,28 @@ std::string Tunables::render(const Entry& e) {
   return out.str();
 }
 
+bool Tunables::at_default(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw ConfigError(name, "unknown tunable");
+  return static_cast<const Value&>(it->second) == it->second.initial;
+}
+
+std::string Tunables::describe_line(const std::string& name, const Entry& e) {
+  return name + " = " + render(e) + " (" + tunable_source_name(e.source) + ")  # " + e.help + '\n';
+}
+
 std::string Tunables::describe() const {
-  std::ostringstream out;
+  std::string out;
+  for (const auto& kv : entries_) out += describe_line(kv.first, kv.second);
+  return out;
+}
+
+std::string Tunables::describe_changed() const {
+  std::string out;
   for (const auto& kv : entries_) {
-    out << kv.first << " = " << render(kv.second) << " (" << tunable_source_name(kv.second.source)
-        << ")  # " << kv.second.help << '\n';
+    if (!at_default(kv.first)) out += describe_line(kv.first, kv.second);
   }
-  return out.str();
+  return out;
 }
 
 }  // namespace giant

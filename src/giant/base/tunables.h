@@ -57,25 +57,37 @@ class Tunables {
   // The value as describe() shows it (strings quoted, bytes and seconds with units).
   std::string value_text(const std::string& name) const;
 
+  // Whether the value is the one the tunable was defined with (whatever
+  // source set it).
+  bool at_default(const std::string& name) const;
   // "name = value (source)  # help", one line each, sorted by name.
   std::string describe() const;
+  // The same lines for the tunables not at their default only.
+  std::string describe_changed() const;
   static std::string environment_name(const std::string& name);
 
  private:
-  struct Entry {
-    TunableKind kind;
-    std::string help;
-    TunableSource source = TunableSource::defaults;
+  struct Value {
     int64_t integer = 0;
     double real = 0;
     bool boolean = false;
     std::string text;
     std::vector<std::string> items;
+    bool operator==(const Value& o) const {
+      return integer == o.integer && real == o.real && boolean == o.boolean && text == o.text && items == o.items;
+    }
+  };
+  struct Entry : Value {
+    TunableKind kind;
+    std::string help;
+    TunableSource source = TunableSource::defaults;
+    Value initial;  // the defined default
   };
   Entry& define(const std::string& name, TunableKind kind, const std::string& help);
   void warn_about_near_misses(const std::map<std::string, std::string>& env) const;
   const Entry& entry(const std::string& name, TunableKind a, TunableKind b) const;
   static std::string render(const Entry& e);
+  static std::string describe_line(const std::string& name, const Entry& e);
 
   std::map<std::string, Entry> entries_;
 };

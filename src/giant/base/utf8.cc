@@ -1,6 +1,9 @@
 #include "giant/base/utf8.h"
 
 #include <cstdint>
+#include <functional>
+
+#include "giant/base/error.h"
 
 namespace giant {
 namespace {
@@ -32,9 +35,12 @@ bool is_control(uint32_t code_point) {
   return code_point < 0x20 || (code_point >= 0x7F && code_point <= 0x9F);
 }
 
-// The one decoder behind printable_utf8 and valid_utf8: ill-formed subparts
-// become U+FFFD, and so do control characters when `keep_controls` is false.
-std::string replace_ill_formed(std::string_view bytes, bool keep_controls) {
+// The one decoder behind printable_utf8, valid_utf8 and
+// percent_encode_ill_formed: each ill-formed subpart (and each control
+// character when `keep_controls` is false) is appended by `replace`.
+using Replace = std::function<void(std::string_view subpart, std::string& out)>;
+
+std::string replace_ill_formed(std::string_view bytes, bool keep_controls, const Replace& replace) {
   std::string out;
   out.reserve(bytes.size());
   size_t i = 0;
@@ -47,7 +53,7 @@ std::string replace_ill_formed(std::string_view bytes, bool keep_controls) {
     }
     const Lead l = lead_of(lead);
     if (l.length == 0) {
-      out += kReplacement;
+      replace(bytes.substr(i, 1), out);
       ++i;
       continue;
     }
@@ -61,7 +67,7 @@ std::string replace_ill_formed(std::string_view bytes, bool keep_controls) {
       code_point = (code_point << 6) | (b & 0x3F);
     }
     if (taken < l.length || (!keep_controls && is_control(code_point))) {
-      out += kReplacement;
+      replace(bytes.substr(i, static_cast<size_t>(taken)), out);
     } else {
       out.append(bytes.substr(i, static_cast<size_t>(taken)));
     }
@@ -70,11 +76,69 @@ std::string replace_ill_formed(std::string_view bytes, bool keep_controls) {
   return out;
 }
 
+void append_replacement(std::string_view, std::string& out) { out += kReplacement; }
+
+constexpr char kHexDigits[] = "0123456789ABCDEF";
+
+void append_percent_encoded(std::string_view bytes, std::string& out) {
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    out += '%';
+    out += kHexDigits[b >> 4];
+    out += kHexDigits[b & 0xF];
+  }
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
 }  // namespace
 
-std::string printable_utf8(std::string_view bytes) { return replace_ill_formed(bytes, false); }
+std::string printable_utf8(std::string_view bytes) { return replace_ill_formed(bytes, false, append_replacement); }
 
-std::string valid_utf8(std::string_view bytes) { return replace_ill_formed(bytes, true); }
+std::string valid_utf8(std::string_view bytes) { return replace_ill_formed(bytes, true, append_replacement); }
+
+bool is_valid_utf8(std::string_view bytes) {
+  bool valid = true;
+  replace_ill_formed(bytes, true, [&valid](std::string_view, std::string&) { valid = false; });
+  return valid;
+}
+
+std::string percent_encode_ill_formed(std::string_view bytes) {
+  std::string escaped_percent;
+  escaped_percent.reserve(bytes.size());
+  for (const char c : bytes) {
+    if (c == '%') {
+      escaped_percent += "%25";
+    } else {
+      escaped_percent += c;
+    }
+  }
+  return replace_ill_formed(escaped_percent, true, append_percent_encoded);
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    const int high = i + 2 < text.size() ? hex_value(text[i + 1]) : -1;
+    const int low = i + 2 < text.size() ? hex_value(text[i + 2]) : -1;
+    if (high < 0 || low < 0) {
+      throw Error("'%' at byte " + std::to_string(i) + " is not followed by two hex digits (%25 is a '%')");
+    }
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
 
 size_t complete_utf8_prefix(std::string_view bytes) {
   // A sequence is at most 4 bytes: its lead is among the last 3 if it is incomplete.

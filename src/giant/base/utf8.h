@@ -1,4 +1,5 @@
-// Text from arbitrary bytes that is safe to print and to store as JSON.
+// Text from arbitrary bytes that is safe to print and to store as JSON or
+// TOML.
 #pragma once
 
 #include <string>
@@ -21,6 +22,19 @@ std::string printable_utf8(std::string_view bytes);
 // errors="replace") decoding of a file does, so text reaches the GPT-2
 // tokenizer as the reference encoder sees it.
 std::string valid_utf8(std::string_view bytes);
+
+// Whether the bytes are valid UTF-8 (valid_utf8 would leave them as they are).
+bool is_valid_utf8(std::string_view bytes);
+
+// The bytes as valid UTF-8 that percent_decode turns back into exactly
+// them: '%' and each byte of an ill-formed subpart become %XX (RFC 3986's
+// percent-encoding); every well-formed character passes unchanged, so a
+// path with one stray Latin-1 byte stays readable. For text that must be
+// UTF-8 (a TOML string) but stands for arbitrary bytes (a POSIX path).
+std::string percent_encode_ill_formed(std::string_view bytes);
+// Each %XX back to its byte, the rest unchanged. giant::Error for a '%'
+// not followed by two hex digits.
+std::string percent_decode(std::string_view text);
 
 // The length of `bytes` without a trailing incomplete UTF-8 sequence (a lead
 // byte followed by fewer continuation bytes than it announces, each valid so

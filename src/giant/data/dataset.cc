@@ -107,6 +107,28 @@ int64_t first_validation_document(const IndexedDataset& data, double val_fractio
   return lo;
 }
 
+// ConfigError naming `key` unless the prefix `path` names (its .bin or .idx
+// taken off) has both files: what a prefix needs and how to make one.
+void require_prefix_files(const std::string& path, const std::string& key) {
+  const std::string prefix = indexed_dataset_prefix(path);
+  std::string missing;
+  for (const char* extension : {".bin", ".idx"}) {
+    std::error_code ignored;
+    if (std::filesystem::is_regular_file(prefix + extension, ignored)) continue;
+    missing += (missing.empty() ? "" : " nor ") + prefix + extension;
+  }
+  if (missing.empty()) return;
+  std::error_code ignored;
+  const bool text_named_like_a_prefix = path != prefix && std::filesystem::is_regular_file(path, ignored);
+  throw ConfigError(key, "'" + path + "' names the .bin/.idx prefix '" + prefix + "', but there is no file " +
+                             missing + ": a prefix needs both " + prefix + ".bin and " + prefix +
+                             ".idx, as giant data prepare --input FILE --tokenizer SPEC --output " + prefix +
+                             " writes them" +
+                             (text_named_like_a_prefix
+                                  ? " (a text file to train on directly must not end in .bin or .idx)"
+                                  : ""));
+}
+
 struct IndexedSplits {
   std::unique_ptr<SampleSource> train, validation;
   std::string description;
@@ -151,10 +173,7 @@ Datasets open_blend(const DatasetOptions& o) {
   for (size_t i = 0; i < o.paths.size(); i += 2) {
     weights.push_back(parse_weight(o.paths[i]));
     const std::string& path = o.paths[i + 1];
-    if (!is_indexed_dataset(path)) {
-      throw ConfigError("data.paths", "'" + path + "' is not an indexed dataset (no " + path +
-                                          ".idx); blend prefixes written by giant data prepare");
-    }
+    require_prefix_files(path, "data.paths");
     IndexedSplits s = open_indexed(indexed_dataset_prefix(path), o, i / 2, "data.paths");
     train.push_back(std::move(s.train));
     validation.push_back(std::move(s.validation));
@@ -184,6 +203,7 @@ Datasets open_datasets(const DatasetOptions& o, const Tokenizer& tokenizer) {
   check_val_fraction(o.val_fraction);
   if (!o.paths.empty()) return open_blend(o);
   if (is_indexed_dataset(o.path)) {
+    require_prefix_files(o.path, "data.path");
     IndexedSplits s = open_indexed(indexed_dataset_prefix(o.path), o, 0, "data.path");
     return Datasets{std::move(s.train), std::move(s.validation), s.description};
   }

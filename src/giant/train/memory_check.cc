@@ -77,6 +77,41 @@ std::vector<Candidate> candidates(const RunConfig& c, int world_size) {
   return out;
 }
 
+constexpr const char* kModelSizeKeys[] = {"model.seq_len", "model.hidden", "model.layers"};
+
+int64_t& model_size(models::GptConfig& model, const std::string& key) {
+  if (key == "model.seq_len") return model.seq_len;
+  if (key == "model.hidden") return model.hidden;
+  return model.layers;
+}
+
+// Of the keys that size the model, the one whose change saves the most
+// memory: back to its default when it is above it (what the user made
+// large), else halved. The first to change when nothing else fits.
+std::string costliest_model_key(const RunConfig& c) {
+  std::string costliest = kModelSizeKeys[0];
+  double least = predicted_bytes(c);
+  for (const char* key : kModelSizeKeys) {
+    models::GptConfig defaults;
+    RunConfig smaller = c;
+    int64_t& value = model_size(smaller.model, key);
+    const int64_t default_value = model_size(defaults, key);
+    value = value > default_value ? default_value : value / 2;  // a formula: hidden need not divide by heads here
+    if (value < 1) continue;
+    const double bytes = predicted_bytes(smaller);
+    if (bytes < least) least = bytes, costliest = key;
+  }
+  return costliest;
+}
+
+// "model.hidden or model.layers": the size keys other than `key`.
+std::string other_model_keys(const std::string& key) {
+  std::vector<std::string> others;
+  for (const char* k : kModelSizeKeys)
+    if (key != k) others.push_back(k);
+  return others[0] + " or " + others[1];
+}
+
 }  // namespace
 
 planner::ModelSpec planner_model(const RunConfig& c) {
@@ -153,14 +188,20 @@ void check_memory_fits(const RunConfig& c, int world_size) {
                         gib(m.model_states) + ", activations " + gib(m.activations) + ", logits " + gib(m.logits) +
                         ", communication buffers " + gib(m.comm_buffers) + ") but a rank may use " +
                         gib(check.limit_bytes) + " (" + check.limit_source + ")";
-  const MemorySuggestion suggestion = suggest_fitting_change(c, world_size, check.limit_bytes);
-  if (suggestion.setting.empty())
-    message += "; no change of ZeRO stage, recomputation, micro-batch or tp/pp split fits: more ranks or a smaller "
-               "model (model.layers, model.hidden, model.seq_len) would";
-  else
-    message += "; the planner suggests " + suggestion.setting + " (" + gib(suggestion.bytes) + " per rank)";
   const bool limit_set = c.train.memory_limit_gb > 0;
-  throw ConfigError(limit_set || suggestion.key.empty() ? "train.memory_limit_gb" : suggestion.key, message);
+  const std::string or_raise_limit = limit_set ? ", or raise train.memory_limit_gb" : "";
+  const MemorySuggestion suggestion = suggest_fitting_change(c, world_size, check.limit_bytes);
+  std::string key_to_change = suggestion.key;
+  if (!suggestion.setting.empty()) {
+    message += "; the planner suggests " + suggestion.setting + " (" + gib(suggestion.bytes) + " per rank)" +
+               or_raise_limit + ".";
+  } else {
+    key_to_change = costliest_model_key(c);
+    message += ". No change of ZeRO stage, recomputation, micro-batch or tp/pp split fits: to fit, make the "
+               "model smaller (" + key_to_change + " first, or " + other_model_keys(key_to_change) +
+               ") or run on more ranks" + or_raise_limit + ".";
+  }
+  throw ConfigError(limit_set ? "train.memory_limit_gb" : key_to_change, message);
 }
 
 }  // namespace giant::train

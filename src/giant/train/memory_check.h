@@ -47,7 +47,9 @@ MemorySuggestion suggest_fitting_change(const RunConfig& config, int world_size,
 
 // Throws ConfigError when the run is predicted not to fit: naming
 // train.memory_limit_gb when it is set, else the key of the suggested
-// change, with the prediction by kind, the limit, and the suggestion.
+// change (when none fits, the model size key whose halving saves the
+// most), with the prediction by kind, the limit, and a closing sentence
+// naming the keys to change.
 void check_memory_fits(const RunConfig& config, int world_size);
 
 }  // namespace giant::train

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "giant/base/logging.h"
+
 namespace giant::train {
 
 std::string Progress::format_eta(double seconds) {
@@ -20,6 +22,7 @@ std::string Progress::format_eta(double seconds) {
 }
 
 void Progress::step(const StepReport& r) {
+  if (!log_enabled(LogLevel::info)) return;
   const double eta = r.elapsed_s / static_cast<double>(r.step) *
                      static_cast<double>(r.total_steps - r.step);
   char text[320];
@@ -45,6 +48,14 @@ void Progress::step(const StepReport& r) {
 }
 
 void Progress::line(const std::string& text) {
+  if (log_enabled(LogLevel::info)) show(text);
+}
+
+void Progress::warning(const std::string& text) {
+  if (log_enabled(LogLevel::warn)) show("warning: " + text);
+}
+
+void Progress::show(const std::string& text) {
   if (live_line_shown_) {
     out_ << "\r\033[K";
     live_line_shown_ = false;

@@ -1,6 +1,8 @@
 // What the trainer shows while it runs: on a terminal a live line with ETA
 // that rewrites itself, with a permanent line at each evaluation; otherwise
-// (a pipe, a log file) one plain line per step.
+// (a pipe, a log file) one plain line per step. Steps and lines are the
+// process's info messages: --log-level warn (or above) hides them, and
+// shows warning()s only.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +29,17 @@ class Progress {
  public:
   Progress(std::ostream& out, bool live) : out_(out), live_(live) {}
   void step(const StepReport& report);
-  // A permanent line (evaluations, warnings); clears the live line first.
+  // A permanent line (evaluations, start-up facts); clears the live line first.
   void line(const std::string& text);
+  // A line shown at --log-level warn too; starts "warning: ".
+  void warning(const std::string& text);
   void finish();
 
   static std::string format_eta(double seconds);
 
  private:
+  void show(const std::string& text);
+
   std::ostream& out_;
   bool live_;
   bool live_line_shown_ = false;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -9,6 +10,7 @@
 #include "giant/base/edit_distance.h"
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
+#include "giant/base/utf8.h"
 
 namespace giant::train {
 namespace {
@@ -34,6 +36,49 @@ std::string node_type_name(const toml::node& node) {
   return out.str();
 }
 
+// How config.toml holds a string that is not valid UTF-8 (a POSIX path may
+// be any bytes; a TOML string must be UTF-8): { percent_encoded = "..." }.
+constexpr const char* kPercentEncoded = "percent_encoded";
+
+// A string key's bytes from a TOML string, or from a { percent_encoded = "..." }
+// table; nullopt for any other node.
+std::optional<std::string> text_of(const std::string& key, const toml::node& node) {
+  if (auto v = node.as_string()) return v->get();
+  const toml::table* table = node.as_table();
+  if (table == nullptr || table->size() != 1) return std::nullopt;
+  const auto encoded = (*table)[kPercentEncoded].value<std::string>();
+  if (!encoded) return std::nullopt;
+  try {
+    return percent_decode(*encoded);
+  } catch (const Error& e) {
+    throw ConfigError(key, std::string(kPercentEncoded) + ": " + e.what());
+  }
+}
+
+toml::table percent_encoded_table(const std::string& bytes) {
+  toml::table table{{kPercentEncoded, percent_encode_ill_formed(bytes)}};
+  table.is_inline(true);
+  return table;
+}
+
+// A string into config.toml: itself when it is valid UTF-8, else the table
+// text_of reads back into the same bytes.
+void insert_text(toml::table& table, const std::string& name, const std::string& bytes) {
+  if (is_valid_utf8(bytes)) {
+    table.insert(name, bytes);
+  } else {
+    table.insert(name, percent_encoded_table(bytes));
+  }
+}
+
+void push_text(toml::array& array, const std::string& bytes) {
+  if (is_valid_utf8(bytes)) {
+    array.push_back(bytes);
+  } else {
+    array.push_back(percent_encoded_table(bytes));
+  }
+}
+
 // The text Tunables::set parses, after checking the TOML type fits the key.
 std::string value_text(const Tunables& keys, const std::string& key, const toml::node& node) {
   const TunableKind kind = keys.kind(key);
@@ -57,7 +102,7 @@ std::string value_text(const Tunables& keys, const std::string& key, const toml:
       if (auto v = node.as_boolean()) return v->get() ? "true" : "false";
       throw wrong_type();
     case TunableKind::string:
-      if (auto v = node.as_string()) return v->get();
+      if (auto text = text_of(key, node)) return *text;
       throw wrong_type();
     case TunableKind::bytes:
     case TunableKind::seconds:
@@ -88,8 +133,8 @@ void set_value(Tunables& keys, const std::string& key, const toml::node& node, T
   if (array == nullptr) throw ConfigError(key, "expects an array of strings, got a TOML " + node_type_name(node));
   std::vector<std::string> items;
   for (const toml::node& item : *array) {
-    if (auto v = item.as_string()) {
-      items.push_back(v->get());
+    if (auto text = text_of(key, item)) {
+      items.push_back(*text);
     } else if (item.is_number()) {  // ["0.7", "books"] written as [0.7, "books"]
       items.push_back(value_text_of_number(item));
     } else {
@@ -111,7 +156,8 @@ void apply_table(Tunables& keys, const toml::table& table, const std::string& pr
   for (const auto& [name, node] : table) {
     const std::string key = prefix.empty() ? std::string(name.str())
                                            : prefix + "." + std::string(name.str());
-    if (const toml::table* section = node.as_table()) {
+    const toml::table* section = node.as_table();
+    if (section != nullptr && !keys.has(key)) {  // a section (a key's own table, { percent_encoded = ... }, is its value)
       apply_table(keys, *section, key, path);
       continue;
     }
@@ -276,6 +322,16 @@ void read_checkpoint_keys(const Tunables& k, RunConfig& c) {
 }  // namespace
 
 void apply_config_file(Tunables& keys, const std::string& path) {
+  // toml++ reads a directory (or a FIFO, a device) as an empty document.
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (std::filesystem::is_directory(status)) {
+    throw ConfigError("", "config file '" + path + "' is a directory; giant train takes a TOML file, e.g. " +
+                              "examples/configs/gpt-small.toml");
+  }
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw ConfigError("", "config file '" + path + "' is not a regular file; giant train takes a TOML file");
+  }
   toml::table table;
   try {
     table = toml::parse_file(path);
@@ -449,17 +505,20 @@ std::string run_config_toml(const Tunables& keys) {
       case TunableKind::real:
       case TunableKind::seconds: table.insert(name, keys.get_real(key)); break;
       case TunableKind::boolean: table.insert(name, keys.get_bool(key)); break;
-      case TunableKind::string: table.insert(name, keys.get_string(key)); break;
+      case TunableKind::string: insert_text(table, name, keys.get_string(key)); break;
       case TunableKind::list: {
         toml::array items;
-        for (const std::string& item : keys.get_list(key)) items.push_back(item);
+        for (const std::string& item : keys.get_list(key)) push_text(items, item);
         table.insert(name, std::move(items));
         break;
       }
     }
   }
   std::ostringstream out;
-  out << root << '\n';
+  out << "# The effective config of a giant train run, every key: giant train FILE reads it back.\n"
+      << "# A string that is not UTF-8 is written { " << kPercentEncoded
+      << " = \"...\" }: '%' and each ill-formed byte as %XX.\n"
+      << root << '\n';
   return out.str();
 }
 

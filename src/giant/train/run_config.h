@@ -97,7 +97,8 @@ void check_grad_dtype(const TrainSettings& train);
 // Defines every key with its default.
 void define_run_keys(Tunables& keys);
 
-// Applies a TOML file (source: config). Errors name the file and the key.
+// Applies a TOML file (source: config). Errors name the file and the key; a
+// directory or another file that is not a regular one is a ConfigError.
 void apply_config_file(Tunables& keys, const std::string& path);
 // Applies one "key=value", the value read as a TOML value (source: command line).
 void apply_override(Tunables& keys, const std::string& assignment);
@@ -105,7 +106,10 @@ void apply_override(Tunables& keys, const std::string& assignment);
 // Reads the keys and checks them together (ConfigError naming the key).
 RunConfig run_config_from(const Tunables& keys);
 
-// The effective configuration as a TOML document that apply_config_file reads back.
+// The effective configuration as a TOML document that apply_config_file
+// reads back byte for byte: a string that is not valid UTF-8 (TOML's strings
+// must be) is written { percent_encoded = "..." }, which any string key (and
+// data.paths' items) reads too.
 std::string run_config_toml(const Tunables& keys);
 
 }  // namespace giant::train

@@ -24,7 +24,7 @@ void RunReporter::step(const StepReport& report, double comm_wait_s, bool overfl
     progress_.line("step " + step + " skipped: gradients overflowed at loss scale " + fixed(report.loss_scale, 0) +
                    " (now " + fixed(scale_after, 0) + ")");
   } else if (report.skipped) {
-    progress_.line("step " + step + " skipped: loss " + std::to_string(report.loss) + ", gradient norm " +
+    progress_.warning("step " + step + " skipped: loss " + std::to_string(report.loss) + ", gradient norm " +
                    std::to_string(report.grad_norm) + " (not finite)");
   }
   if (report.memory.measured()) {

@@ -245,7 +245,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
 
   torch::set_num_threads(static_cast<int>(c.train.threads));
   if (!retain_freed_memory(static_cast<size_t>(c.train.retain_memory_mb) << 20)) {
-    s.progress.line("warning: the C library refused train.retain_memory_mb; freed memory goes back to the kernel");
+    s.progress.warning("the C library refused train.retain_memory_mb; freed memory goes back to the kernel");
   }
   if (world && world->size() > 1) {
     s.mesh = std::make_unique<parallel::Mesh>(std::move(world), shape);
