@@ -81,6 +81,18 @@ TEST(CliBadInput, GenerateFromWhatIsNoCheckpointIsBadInput) {
   expect_bad_input("generate " + file, "'CHECKPOINT': '" + file + "' is neither a checkpoint");
 }
 
+// train.resume naming a folder that holds no checkpoint failed at run time
+// (1), though the help gives 2 for a bad config.
+TEST(CliBadInput, ResumeFromWhatIsNoCheckpointIsBadInput) {
+  TempDir dir;
+  fs::create_directories(dir.path() + "/empty");
+  const Outcome r = giant("train" + kTinyRun + " --set train.resume=" + dir.path() + "/empty --set data.path=" +
+                          text_file(dir, "notes.txt") + " --set train.out_dir=" + dir.path() + "/out");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("'train.resume': '" + dir.path() + "/empty' is neither a checkpoint"), std::string::npos)
+      << r.err;
+}
+
 // Every command's help states its exit statuses, and input it cannot use
 // (not only a mistyped flag) gets the status the help gives for bad input.
 TEST(CliBadInput, EveryCommandExitsAsItsHelpSays) {

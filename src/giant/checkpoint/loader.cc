@@ -142,7 +142,14 @@ std::optional<fs::path> choose_resume_checkpoint(
     return text;
   };
   if (resume != "auto") {
-    const fs::path chosen = resolve_checkpoint(resume);
+    // A path that names no checkpoint is a mistake in the key (bad input);
+    // a checkpoint that fails its checks below is a broken file.
+    fs::path chosen;
+    try {
+      chosen = resolve_checkpoint(resume);
+    } catch (const FormatError& e) {
+      throw ConfigError("train.resume", e.what());
+    }
     const auto problems = problems_of(chosen);
     if (!problems.empty()) throw FormatError("train.resume: checkpoint '" + chosen.string() + "' is unusable:" + first_lines(problems));
     return chosen;
