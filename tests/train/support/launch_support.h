@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,23 @@ inline int run_launch(const std::string& dir, const std::string& train_args, int
   int status = 0;
   if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status);
+}
+
+// The configuration that `--set key=value ...` train arguments give (the
+// quotes in them escaped for the shell, as these tests write them), for the
+// bounds a test derives from it.
+inline RunConfig run_config_of(const std::string& train_args) {
+  std::vector<std::string> overrides;
+  std::istringstream words(train_args);
+  for (std::string word; words >> word;) {
+    if (word == "--set") continue;
+    std::string unescaped;
+    for (char ch : word) {
+      if (ch != '\\') unescaped += ch;
+    }
+    overrides.push_back(unescaped);
+  }
+  return run_config_from(keys_with(overrides));
 }
 
 // The training losses of metrics.jsonl, one per step, in order.
