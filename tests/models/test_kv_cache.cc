@@ -8,6 +8,7 @@
 #include "giant/models/attention.h"
 #include "giant/models/gpt.h"
 #include "giant/models/kv_cache.h"
+#include "support/gpt_rounding.h"
 #include "support/rounding.h"
 #include "support/tensor_error.h"
 
@@ -26,23 +27,10 @@ GptConfig tiny() {
 }
 
 using giant::test::relative_error;
-using giant::test::RoundingBudget;
 using giant::test::unit_roundoff;
 
-// How far the cached forward may be from the whole sequence's (relative
-// norm; support/rounding.h's model): a chunk's products have other shapes,
-// so the kernel may accumulate each in another order, up to k roundings per
-// element in each run. Per block: qkv, the projection and the first MLP
-// layer (k = hidden), the attention scores (k = head_dim), the weighted
-// values (k = the positions so far, at most seq_len) and the second MLP
-// layer (k = ffn); then the head (k = hidden).
-double attention_bound(int64_t head_dim, int64_t positions, double u) {
-  return RoundingBudget().add(static_cast<double>(2 * (head_dim + positions)), u).bound();
-}
-double cached_forward_bound(const GptConfig& c, double u) {
-  const int64_t per_block = 3 * c.hidden + c.head_dim() + c.seq_len + c.ffn_size();
-  return RoundingBudget().add(static_cast<double>(2 * (c.layers * per_block + c.hidden)), u).bound();
-}
+using giant::test::attention_bound;
+using giant::test::cached_forward_bound;
 
 TEST(CachedAttention, ChunksMatchTheWholeSequence) {
   for (int64_t heads : {1, 4}) {

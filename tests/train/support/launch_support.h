@@ -43,21 +43,21 @@ inline int run_launch(const std::string& dir, const std::string& train_args, int
   return WEXITSTATUS(status);
 }
 
-// The configuration that `--set key=value ...` train arguments give (the
+// The run configuration that `--set key=value ...` train arguments give (the
 // quotes in them escaped for the shell, as these tests write them), for the
-// bounds a test derives from it.
+// bounds a test derives from it; keys that are not the run's (ccl.*) are
+// left out.
 inline RunConfig run_config_of(const std::string& train_args) {
-  std::vector<std::string> overrides;
+  Tunables keys = keys_with({});
   std::istringstream words(train_args);
   for (std::string word; words >> word;) {
-    if (word == "--set") continue;
     std::string unescaped;
     for (char ch : word) {
       if (ch != '\\') unescaped += ch;
     }
-    overrides.push_back(unescaped);
+    if (word != "--set" && keys.has(unescaped.substr(0, unescaped.find('=')))) apply_override(keys, unescaped);
   }
-  return run_config_from(keys_with(overrides));
+  return run_config_from(keys);
 }
 
 // The training losses of metrics.jsonl, one per step, in order.

@@ -63,6 +63,7 @@ using giant::test::RoundingBudget;
 using giant::test::unit_roundoff;
 
 struct LayoutBounds {
+  double forward = 0;         // activations and logits of the first step's forward
   double first_gradient = 0;  // each gradient after the first step (relative norm)
   double gradient = 0;        // after later steps, whose compute copies may differ
   double loss = 0;            // each step's loss (relative)
@@ -93,13 +94,16 @@ inline LayoutBounds layout_bounds(const RunConfig& c, Reference reference = Refe
   const int64_t tp = c.parallel.tp, dp = c.parallel.dp, pp = c.parallel.pp;
   const int64_t micro_batches = c.train.micro_batches(1);
   const int64_t tokens = c.train.global_batch * m.seq_len;
-  RoundingBudget step, loss_sums;
+  RoundingBudget forward, step, loss_sums;
   loss_sums.add(static_cast<double>(2 * (tokens + micro_batches + dp)), Precision::fp32);
-  auto split = [&](int64_t k, int64_t sites) { step.add(static_cast<double>(sites * (2 * k + 2 * tp)), compute); };
+  auto split = [&](int64_t k, int64_t sites, bool forward_site = false) {
+    step.add(static_cast<double>(sites * (2 * k + 2 * tp)), compute);
+    if (forward_site) forward.add(static_cast<double>(sites * (2 * k + 2 * tp)), compute);
+  };
   const bool single = reference == Reference::single_process;
   if (single && tp > 1) {
-    split(m.hidden, m.layers);          // attention projection, forward
-    split(m.ffn_size(), m.layers);      // second MLP layer, forward
+    split(m.hidden, m.layers, true);      // attention projection, forward
+    split(m.ffn_size(), m.layers, true);  // second MLP layer, forward
     split(3 * m.hidden, m.layers);      // qkv's input gradient
     split(m.ffn_size(), m.layers);      // first MLP layer's input gradient
     split(m.padded_vocab(), 1);         // the head's input gradient
@@ -109,6 +113,7 @@ inline LayoutBounds layout_bounds(const RunConfig& c, Reference reference = Refe
   if (single && pp > 1) step.add(2, compute);
   LayoutBounds bounds;
   bounds.compute = compute;
+  bounds.forward = forward.bound();
   bounds.first_gradient = step.bound();
   if (compute != Precision::fp32) step.add(static_cast<double>(4 * (4 * m.layers + 1)), compute);
   bounds.gradient = step.bound();
