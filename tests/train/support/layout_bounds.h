@@ -13,9 +13,11 @@
 // - tp splits a product's reduction (length k): each rank accumulates k / tp
 //   terms and rounds its part to the compute format, the ring adds the tp
 //   parts. The kernel may accumulate in the compute format itself, in
-//   another order in each run (libtorch 1.13's fallback bf16 gemm does, on
-//   CPUs without AVX-512 BF16 support in oneDNN's sense and, everywhere, for
-//   products of at most 16^3 multiply-adds): 2 k + 2 tp roundings per
+//   another order in each run: libtorch 1.13 takes oneDNN (fp32
+//   accumulation) for a bf16 product only where cpuinfo reports AVX-512
+//   (BW, VL, DQ) and the product has more than 16^3 multiply-adds, and
+//   otherwise its fallback gemm, whose untransposed case accumulates in
+//   bf16 (a Zen 3 takes it for every product): 2 k + 2 tp roundings per
 //   element, at each block's attention projection (k = hidden) and second
 //   MLP layer (k = ffn) forward, and backward the input gradients of each
 //   block's qkv (k = 3 hidden) and first MLP layer (k = ffn) and of the head
@@ -32,7 +34,8 @@
 // - after the first step, masters that differ in any bit may round to other
 //   compute copies (bf16 or fp16 from fp32): each product then takes a
 //   weight off by one rounding, twice per product (forward and backward),
-//   per run: 4 (4 layers + 1) roundings of the compute format.
+//   per run, over 4 linear layers a block and the head: 4 (4 L + 1)
+//   roundings of the compute format.
 // A step's loss is the mean over T tokens whose rounding errors are
 // independent, so its error is the gradient bound / sqrt(T) (first order:
 // an earlier update's difference reaches the loss through a gradient
