@@ -55,10 +55,6 @@ inline double gamma(int64_t n, double u) {
   return nu / (1 - nu);
 }
 
-// The norm-wise relative difference that n independent roundings of at most
-// u per element leave: sqrt(n) u.
-inline double rms_rounding(double n, double u) { return std::sqrt(n) * u; }
-
 // Independent sources of rounding error, each n roundings of unit roundoff
 // u per element, added in quadrature: bound() = sqrt(sum of n u^2).
 class RoundingBudget {
