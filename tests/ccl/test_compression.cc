@@ -18,6 +18,7 @@
 #include "giant/ccl/error_feedback.h"
 #include "giant/ccl/reduce_kernels.h"
 #include "giant/ccl/wire_compression.h"
+#include "support/rounding.h"
 
 namespace giant::ccl::test {
 namespace {
@@ -300,10 +301,14 @@ TEST(WireConversion, ArrayKernelsMatchScalarLoops) {
 //   |result - exact| <= ((1+u)^n (1+2^-24)^(n+1) - 1) * S + n * eta,
 // which is n * u * S to first order (relative to S, not to the result: a sum
 // that cancels can lose all its digits).
+double wire_unit_roundoff(WireDType wire) {
+  return giant::test::unit_roundoff(wire == WireDType::bf16 ? Precision::bf16 : Precision::fp16);
+}
+
 double bound(int n, WireDType wire, double S) {
-  double u = wire == WireDType::bf16 ? 0x1p-8 : 0x1p-11;
+  const double u = wire_unit_roundoff(wire), f32 = giant::test::unit_roundoff(Precision::fp32);
   double eta = wire == WireDType::bf16 ? 0x1p-134 : 0x1p-25;
-  return (std::pow(1 + u, n) * std::pow(1 + 0x1p-24, n + 1) - 1) * S + n * eta;
+  return (std::pow(1 + u, n) * std::pow(1 + f32, n + 1) - 1) * S + n * eta;
 }
 
 // Inputs of mixed magnitudes (2^-8 to 2^8; fp16 subnormals at the low end,
@@ -372,7 +377,7 @@ double check_results(int n, WireDType wire, const Case& c, const std::vector<std
   std::vector<uint16_t> encoded(out.size());
   detail::round_through(wire, rounded.data(), encoded.data(), rounded.size());
   EXPECT_TRUE(same_bits(rounded, out)) << "results are not on the " << wire_dtype_name(wire) << " grid";
-  const double u = wire == WireDType::bf16 ? 0x1p-8 : 0x1p-11;
+  const double u = wire_unit_roundoff(wire);
   double worst = 0;
   for (size_t i = 0; i < c.count; ++i) {
     double exact = 0, S = 0, largest = 0;

@@ -23,6 +23,7 @@
 #include "ccl/support/netns.h"
 #include "ccl/support/ranks.h"
 #include "giant/base/timer.h"
+#include "support/rounding.h"
 
 namespace giant::ccl::test {
 namespace {
@@ -368,9 +369,9 @@ TEST(MultiHost, HierarchicalWithBf16WireIsBitwiseIdenticalOnEveryRank) {
   GIANT_SKIP_WITHOUT_NAMESPACES();
   NamespaceHosts hosts;
   run_on_hosts(hosts, kPerHost, "bf16 wire", [&](ProcessContext&, Communicator& comm, Findings& findings) {
-    // One bf16 rounding (2^-9 relative) per hop of the reduction; 2^-8 per
-    // rank bounds it with room to spare.
-    const double relative_error = comm.size() * std::ldexp(1.0, -8);
+    // One bf16 rounding (at most u = 2^-8 relative) per hop of the
+    // reduction, fewer hops than ranks: gamma_n of bf16 (support/rounding.h).
+    const double relative_error = giant::test::gamma(comm.size(), giant::test::unit_roundoff(Precision::bf16));
     AllreduceOptions o;
     o.algorithm = Algorithm::hierarchical;
     o.wire = WireDType::bf16;

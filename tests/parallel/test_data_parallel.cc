@@ -1,7 +1,8 @@
 // Data-parallel gradient reduction (GradientReducer) over world sizes 1 to 4,
 // replicated and with the optimizer sharded (ZeRO stage 1), on exact inputs:
 // small integers, so every sum is exact and the average is within one
-// rounding (relative 1e-6). Buckets are made small so a step spans several,
+// rounding, and the expected value computed here within another: gamma_2
+// of fp32, element by element (support/rounding.h). Buckets are made small so a step spans several,
 // and parameter sizes are odd so blocks cut through parameters and padding.
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include "giant/parallel/data_parallel/gradient_reducer.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "parallel/support/rank_threads.h"
+#include "support/rounding.h"
 
 namespace giant::parallel {
 namespace {
@@ -40,6 +42,8 @@ torch::Tensor local_gradient(size_t i, int rank) {
   const int64_t n = c10::multiply_integers(kShapes[i]);
   return ((torch::arange(n, torch::kFloat).remainder(5) + 1 + static_cast<double>(i)) * (rank + 1)).reshape(kShapes[i]);
 }
+const double kTwoRoundings = giant::test::gamma(2, giant::test::unit_roundoff(Precision::fp32));
+
 torch::Tensor average_gradient(size_t i, int size) {
   return local_gradient(i, 0) * ((size + 1) / 2.0);  // the mean of 1..size
 }
@@ -70,7 +74,7 @@ TEST(GradientReducer, ReplicatedAveragesEveryGradient) {
           EXPECT_EQ(parameters[i].grad().data_ptr(), views[i]) << "parameter " << i << " is not its bucket view";
           const torch::Tensor expected =
               step == 1 && i == 2 ? torch::zeros(kShapes[i]) : average_gradient(i, size);
-          EXPECT_TRUE(torch::allclose(parameters[i].grad(), expected, 1e-6, 0))
+          EXPECT_TRUE(torch::allclose(parameters[i].grad(), expected, kTwoRoundings, 0))
               << "parameter " << i << " rank " << comm.rank() << " of " << size << " step " << step;
         }
       }
@@ -118,7 +122,7 @@ TEST_P(ShardedReducer, OwnsEachElementOnceAndGathersTheUpdate) {
         const auto offset = (static_cast<const char*>(owned[k].data_ptr()) -
                              static_cast<const char*>(parameters[i].data_ptr())) / static_cast<int64_t>(sizeof(float));
         const torch::Tensor expected = average_gradient(i, size).reshape({-1}).narrow(0, offset, owned[k].numel());
-        EXPECT_TRUE(torch::allclose(owned[k].grad(), expected, 1e-6, 0)) << "stretch " << k << " rank " << rank;
+        EXPECT_TRUE(torch::allclose(owned[k].grad(), expected, kTwoRoundings, 0)) << "stretch " << k << " rank " << rank;
         mine += owned[k].numel();
         owned[k].fill_(-(rank + 1));  // the update: the owner's mark
       }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,23 @@ inline int run_train(const std::string& args, const std::string& log, const std:
   const std::string command = prefix + giant_binary() + " train " + args + " > " + log + " 2>&1";
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The run configuration that `--set key=value ...` train arguments give (the
+// quotes in them escaped for the shell, as these tests write them), for the
+// bounds a test derives from it; keys that are not the run's (ccl.*) are
+// left out.
+inline RunConfig run_config_of(const std::string& train_args) {
+  Tunables keys = keys_with({});
+  std::istringstream words(train_args);
+  for (std::string word; words >> word;) {
+    std::string unescaped;
+    for (char ch : word) {
+      if (ch != '\\') unescaped += ch;
+    }
+    if (word != "--set" && keys.has(unescaped.substr(0, unescaped.find('=')))) apply_override(keys, unescaped);
+  }
+  return run_config_from(keys);
 }
 
 // The training losses of metrics.jsonl, one per step, in order.

@@ -21,9 +21,12 @@
 #include "giant/parallel/tensor_parallel/layers.h"
 #include "giant/train/run_config.h"
 #include "giant/train/trainer.h"
+#include "support/tensor_error.h"
 #include "train/support/train_test_support.h"
 
 namespace giant::train::test {
+
+using giant::test::relative_error;
 
 struct Layout {
   int dp = 1, tp = 1;
@@ -53,10 +56,6 @@ struct RunResult {
   std::vector<double> losses;  // per step, from the leader's metrics.jsonl
   std::vector<RankResult> ranks;
 };
-
-inline double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
-}
 
 // The slice of a whole tensor that a tp rank holds for the parameter `name`.
 inline torch::Tensor expected_shard(const std::string& name, const torch::Tensor& whole, int rank, int size) {
