@@ -27,6 +27,7 @@ namespace giant::train {
 namespace {
 
 namespace fs = std::filesystem;
+using test::error_message;
 using test::keys_with;
 using test::read_file;
 using test::run_train;
@@ -123,17 +124,6 @@ TEST(ResumeCheck, AnUnrecordedKeyIsNotCompared) {
   EXPECT_EQ(identity_differences(saved, config_with({"model.layers=6"})).size(), 1u);
 }
 
-// The ConfigError's message, or "" when none is thrown.
-template <class F>
-std::string config_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(ResumeCheck, AtTrainStepsSaysWhatToChange) {
   const auto saved = saved_by({"train.steps=100"}, 100);
   // Unchanged: nothing to train, no error (a restarted finished run).
@@ -142,7 +132,7 @@ TEST(ResumeCheck, AtTrainStepsSaysWhatToChange) {
             "the checkpoint ck is at train.steps = 100: nothing left to train (raise train.steps to train on; "
             "train.resume=\"\" or another train.out_dir starts afresh)");
   // A changed key that would never apply is refused, naming train.steps.
-  const std::string changed = config_error([&] { resume_notes("ck", saved, config_with({"train.steps=100", "train.lr=1e-3"})); });
+  const std::string changed = error_message([&] { resume_notes("ck", saved, config_with({"train.steps=100", "train.lr=1e-3"})); });
   EXPECT_NE(changed.find("'train.steps': is 100 and the checkpoint ck is at step 100, so nothing is left to train"),
             std::string::npos)
       << changed;
@@ -151,7 +141,7 @@ TEST(ResumeCheck, AtTrainStepsSaysWhatToChange) {
   // A run shortened to end at the checkpoint: nothing to apply.
   const auto longer = saved_by({"train.steps=1000"}, 100);
   EXPECT_TRUE(resume_notes("ck", longer, config_with({"train.steps=100"})).empty());
-  const std::string beyond = config_error([&] { resume_notes("ck", longer, config_with({"train.steps=50"})); });
+  const std::string beyond = error_message([&] { resume_notes("ck", longer, config_with({"train.steps=50"})); });
   EXPECT_NE(beyond.find("'train.steps': is 50 but the checkpoint ck is at step 100: raise train.steps above 100"),
             std::string::npos)
       << beyond;

@@ -70,4 +70,15 @@ std::string error_key(F&& f) {
   return "none";
 }
 
+// The message of the ConfigError that f() throws, or "" when none is thrown.
+template <class F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace giant::train::test
