@@ -11,14 +11,14 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-// Recorded besides model.*, which the manifest's model holds.
+// Of the recorded keys, those that name the run (with model.*, which the
+// manifest's model holds); the rest (run_keys_of) steer training from the
+// checkpoint's step on, as model.dropout does.
 constexpr const char* kIdentityKeys[] = {"data.path", "data.paths", "data.tokenizer", "data.val_fraction"};
-// What steers training from the checkpoint's step on (model.dropout, held
-// by the manifest's model, is compared too).
-constexpr const char* kTrainingKeys[] = {
-    "train.beta1", "train.beta2", "train.global_batch", "train.grad_clip", "train.loss_scale_hysteresis",
-    "train.loss_scale_window", "train.lr", "train.min_lr", "train.seed", "train.steps", "train.warmup_steps",
-    "train.weight_decay"};
+
+bool is_identity_key(const std::string& key) {
+  return std::find(std::begin(kIdentityKeys), std::end(kIdentityKeys), key) != std::end(kIdentityKeys);
+}
 
 // JSON text; bytes that are not UTF-8 (a path may hold them) become U+FFFD.
 std::string json_text(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
@@ -103,12 +103,10 @@ std::vector<KeyChange> training_changes(const checkpoint::Manifest& saved, const
   if (saved.model.dropout != run.model.dropout) {
     changes.push_back({"model.dropout", json_text(saved.model.dropout), json_text(run.model.dropout)});
   }
-  const auto now = run_keys_of(run);
-  for (const char* key : kTrainingKeys) {
+  for (const auto& [key, value] : run_keys_of(run)) {  // in key order
+    if (is_identity_key(key)) continue;
     const auto found = saved.run_keys.find(key);
-    if (found != saved.run_keys.end() && found->second != now.at(key)) {
-      changes.push_back({key, found->second, now.at(key)});
-    }
+    if (found != saved.run_keys.end() && found->second != value) changes.push_back({key, found->second, value});
   }
   return changes;
 }
