@@ -1,13 +1,18 @@
-// The run's configuration: the model.*, parallel.*, train.* and data.* keys.
+// The run's configuration: the model.*, parallel.*, train.*, data.* and
+// checkpoint.* keys.
 //
-// Every key lives in the typed registry (giant::Tunables) with its default
-// and help line; values come from built-in defaults < CONFIG.toml < GIANT_*
-// environment < --set key=value. Unknown keys and wrong types are
-// ConfigErrors naming the key; cross-key checks run before any work.
+// Each key is declared once, in the key table (run_keys.cc): its name, the
+// field below it binds to, the values it accepts and its help. A key's
+// default is its field's initial value here, which the table reads, so the
+// two cannot disagree. Values come from built-in defaults < CONFIG.toml <
+// GIANT_* environment < --set key=value (giant::Tunables). Unknown keys and
+// wrong types are ConfigErrors naming the key; cross-key checks run before
+// any work.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "giant/base/precision.h"
 #include "giant/base/tunables.h"
@@ -18,9 +23,9 @@ namespace giant::train {
 
 struct ParallelSettings {
   int64_t dp = 1, tp = 1, pp = 1;
-  std::string schedule;
+  std::string schedule = "1f1b";
   int64_t virtual_stages = 1;
-  std::string partition;
+  std::string partition = "parameters";
   bool automatic = false;
   std::string cluster;  // parallel.auto's cluster file
   double bucket_mb = 4;
@@ -34,30 +39,30 @@ struct ParallelSettings {
 enum class LossScaling { automatic, dynamic, off };  // automatic: dynamic for fp16, else off
 
 struct TrainSettings {
-  int64_t global_batch = 0, micro_batch = 0, steps = 0;
-  double lr = 0, min_lr = 0;
-  int64_t warmup_steps = 0;
-  double weight_decay = 0, grad_clip = 0, beta1 = 0, beta2 = 0;
-  int64_t seed = 0, eval_every = 0, eval_batches = 0, threads = 0;
-  int64_t max_bad_steps = 0;
-  int64_t retain_memory_mb = 0;
-  std::string out_dir;
+  int64_t global_batch = 16, micro_batch = 16, steps = 1000;
+  double lr = 2e-3, min_lr = 2e-4;
+  int64_t warmup_steps = 50;
+  double weight_decay = 0.1, grad_clip = 1.0, beta1 = 0.9, beta2 = 0.95;
+  int64_t seed = 1234, eval_every = 100, eval_batches = 8, threads = 2;
+  int64_t max_bad_steps = 5;
+  int64_t retain_memory_mb = 1024;
+  std::string out_dir = "runs/latest";
   bool trace = false;
-  int64_t trace_steps = 0;
-  bool tensorboard = false;
-  int64_t sample_tokens = 0;
-  std::string sample_prompt;
-  double sample_temperature = 0;
+  int64_t trace_steps = 3;
+  bool tensorboard = true;
+  int64_t sample_tokens = 300;
+  std::string sample_prompt = "And God said";
+  double sample_temperature = 0.8;
   // train.precision: the dtype matrix products and activations compute in.
   // `auto` (precision_auto) is resolved at start-up by resolve_precision().
   Precision precision = Precision::fp32;
-  bool precision_auto = false;
+  bool precision_auto = true;
   Precision grad_dtype = Precision::fp32;  // gradient accumulation and the dp reduction
   planner::Recompute recompute = planner::Recompute::none;
-  double memory_limit_gb = 0;  // 0: the device's
+  double memory_limit_gb = 0;  // 0: the host's physical memory shared by the ranks
   LossScaling loss_scaling = LossScaling::automatic;
-  double loss_scale_initial = 0;
-  int64_t loss_scale_window = 0, loss_scale_hysteresis = 0;
+  double loss_scale_initial = 65536;
+  int64_t loss_scale_window = 1000, loss_scale_hysteresis = 2;
 
   // Whether the run scales its loss dynamically (after `auto` is resolved).
   bool dynamic_loss_scaling() const {
@@ -69,9 +74,10 @@ struct TrainSettings {
 };
 
 struct DataSettings {
-  std::string path, tokenizer;
+  std::string path = "examples/data/kjv.txt";
   std::vector<std::string> paths;  // data.paths: ["weight", "prefix", ...]
-  double val_fraction = 0;
+  std::string tokenizer = "byte";
+  double val_fraction = 0.05;
 };
 
 // checkpoint.* and train.resume.
@@ -80,7 +86,7 @@ struct CheckpointSettings {
   int64_t every = 0;   // steps between saves; 0: only at the end
   int64_t keep = 3;    // newest checkpoints kept
   bool async = false;  // written by a background thread while training goes on
-  std::string resume;  // "auto", "" (never) or a checkpoint path
+  std::string resume = "auto";  // "auto", "" (never) or a checkpoint path
 };
 
 struct RunConfig {
@@ -94,7 +100,7 @@ struct RunConfig {
 // ConfigError naming train.grad_dtype unless it is fp32 or train.precision.
 void check_grad_dtype(const TrainSettings& train);
 
-// Defines every key with its default.
+// Defines every run key (the key table's) with its default.
 void define_run_keys(Tunables& keys);
 
 // Applies a TOML file (source: config). Errors name the file and the key; a
@@ -103,7 +109,8 @@ void apply_config_file(Tunables& keys, const std::string& path);
 // Applies one "key=value", the value read as a TOML value (source: command line).
 void apply_override(Tunables& keys, const std::string& assignment);
 
-// Reads the keys and checks them together (ConfigError naming the key).
+// Reads the keys, each checked against the values its table entry allows,
+// then checks them together (ConfigError naming the key).
 RunConfig run_config_from(const Tunables& keys);
 
 // The effective configuration as a TOML document that apply_config_file

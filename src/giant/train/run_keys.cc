@@ -1,0 +1,449 @@
+#include "giant/train/run_keys.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <utility>
+
+#include "giant/base/error.h"
+#include "giant/base/host_memory.h"
+
+namespace giant::train {
+namespace {
+
+constexpr int64_t kMaxRetainMb = static_cast<int64_t>(kMaxRetainedBytes >> 20);  // 2047
+
+// The field a key binds to: a section of RunConfig and a member of it.
+template <class Section, class T>
+struct Field {
+  Section RunConfig::*section;
+  T Section::*member;
+  T& of(RunConfig& c) const { return (c.*section).*member; }
+  const T& of(const RunConfig& c) const { return (c.*section).*member; }
+};
+
+template <class T>
+Field<models::GptConfig, T> in_model(T models::GptConfig::*member) { return {&RunConfig::model, member}; }
+template <class T>
+Field<ParallelSettings, T> in_parallel(T ParallelSettings::*member) { return {&RunConfig::parallel, member}; }
+template <class T>
+Field<TrainSettings, T> in_train(T TrainSettings::*member) { return {&RunConfig::train, member}; }
+template <class T>
+Field<DataSettings, T> in_data(T DataSettings::*member) { return {&RunConfig::data, member}; }
+template <class T>
+Field<CheckpointSettings, T> in_checkpoint(T CheckpointSettings::*member) { return {&RunConfig::checkpoint, member}; }
+
+// "a", "a or b", "a, b or c".
+std::string join_or(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += words[i];
+  }
+  return out;
+}
+
+// The integers a key accepts.
+struct IntRule {
+  int64_t min = std::numeric_limits<int64_t>::min();
+  int64_t max = std::numeric_limits<int64_t>::max();
+  std::string note;     // what 0 means, said when a value is negative
+  bool listed = false;  // said as its values ("0, 1, 2 or 3")
+};
+
+IntRule any_int() { return {}; }
+IntRule at_least(int64_t min) { return {min, std::numeric_limits<int64_t>::max(), "", false}; }
+IntRule not_negative(std::string note = "") { return {0, std::numeric_limits<int64_t>::max(), std::move(note), false}; }
+IntRule between(int64_t min, int64_t max) { return {min, max, "", false}; }
+IntRule one_of_range(int64_t min, int64_t max) { return {min, max, "", true}; }
+
+std::string allowed_text(const IntRule& r) {
+  const bool has_min = r.min != std::numeric_limits<int64_t>::min();
+  const bool has_max = r.max != std::numeric_limits<int64_t>::max();
+  if (r.listed) {
+    std::vector<std::string> values;
+    for (int64_t v = r.min; v <= r.max; ++v) values.push_back(std::to_string(v));
+    return join_or(values);
+  }
+  if (has_min && has_max) return std::to_string(r.min) + " to " + std::to_string(r.max);
+  if (has_min) return ">= " + std::to_string(r.min);
+  if (has_max) return "<= " + std::to_string(r.max);
+  return "";
+}
+
+void check_int(const std::string& key, int64_t v, const IntRule& r) {
+  const std::string got = ", got " + std::to_string(v);
+  if (r.listed && (v < r.min || v > r.max)) throw ConfigError(key, "must be " + allowed_text(r) + got);
+  if (v < r.min && r.min == 0) {
+    throw ConfigError(key, "must not be negative" + (r.note.empty() ? std::string() : " (" + r.note + ")") + got);
+  }
+  if (v < r.min) throw ConfigError(key, "must be at least " + std::to_string(r.min) + got);
+  if (v > r.max) throw ConfigError(key, "must be at most " + std::to_string(r.max) + got);
+}
+
+// The numbers a key accepts, and what the error says otherwise.
+struct RealRule {
+  std::function<bool(double)> ok = [](double) { return true; };
+  std::string must;         // "must be positive"
+  bool says_value = false;  // the error ends ", got VALUE"
+  std::string allowed;
+};
+
+RealRule any_real() { return {}; }
+RealRule positive() { return {[](double v) { return v > 0; }, "must be positive", false, "> 0"}; }
+RealRule not_negative_real(const std::string& note = "", bool says_value = false) {
+  return {[](double v) { return v >= 0; }, "must not be negative" + (note.empty() ? "" : " (" + note + ")"),
+          says_value, ">= 0"};
+}
+RealRule below_one() { return {[](double v) { return v >= 0 && v < 1; }, "must be in [0, 1)", false, "[0, 1)"}; }
+RealRule finite_at_least_one() {
+  return {[](double v) { return v >= 1 && std::isfinite(v); }, "must be a finite number of at least 1", false,
+          ">= 1, finite"};
+}
+// Accepted as any number here, checked against another key once that is read (followed_by).
+RealRule checked_together(std::string allowed) { return {[](double) { return true; }, "", false, std::move(allowed)}; }
+
+// A row with no binding yet: the kind's factory below binds it.
+RunKey described(const std::string& name, TunableKind kind, const std::string& allowed, const std::string& help) {
+  RunKey key;
+  key.name = name;
+  key.kind = kind;
+  key.allowed = allowed;
+  key.help = help;
+  return key;
+}
+
+template <class S>
+RunKey integer(const std::string& name, Field<S, int64_t> f, IntRule rule, const std::string& help) {
+  RunKey key = described(name, TunableKind::integer, allowed_text(rule), help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_int(name, f.of(d), help); };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    check_int(name, k.get_int(name), rule);
+    f.of(c) = k.get_int(name);
+  };
+  return key;
+}
+
+template <class S>
+RunKey real(const std::string& name, Field<S, double> f, RealRule rule, const std::string& help) {
+  RunKey key = described(name, TunableKind::real, rule.allowed, help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_real(name, f.of(d), help); };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    const double v = k.get_real(name);
+    if (!rule.ok(v)) throw ConfigError(name, rule.must + (rule.says_value ? ", got " + std::to_string(v) : ""));
+    f.of(c) = v;
+  };
+  return key;
+}
+
+template <class S>
+RunKey boolean(const std::string& name, Field<S, bool> f, const std::string& help) {
+  RunKey key = described(name, TunableKind::boolean, "", help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_bool(name, f.of(d), help); };
+  key.read = [=](const Tunables& k, RunConfig& c) { f.of(c) = k.get_bool(name); };
+  return key;
+}
+
+enum class Empty { allowed, refused };
+
+template <class S>
+RunKey text(const std::string& name, Field<S, std::string> f, Empty empty, const std::string& help) {
+  RunKey key = described(name, TunableKind::string, empty == Empty::refused ? "not empty" : "", help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_string(name, f.of(d), help); };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    f.of(c) = k.get_string(name);
+    if (empty == Empty::refused && f.of(c).empty()) throw ConfigError(name, "must not be empty");
+  };
+  return key;
+}
+
+template <class S>
+RunKey texts(const std::string& name, Field<S, std::vector<std::string>> f, const std::string& help) {
+  RunKey key = described(name, TunableKind::list, "", help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_list(name, f.of(d), help); };
+  key.read = [=](const Tunables& k, RunConfig& c) { f.of(c) = k.get_list(name); };
+  return key;
+}
+
+// A key whose value is one of a few names, each standing for a value of the field.
+template <class T>
+using Names = std::vector<std::pair<std::string, T>>;
+
+template <class S, class T>
+RunKey choice(const std::string& name, Field<S, T> f, const Names<T>& names, const std::string& help) {
+  std::vector<std::string> words;
+  for (const auto& named : names) words.push_back(named.first);
+  RunKey key = described(name, TunableKind::string, join_or(words), help);
+  key.define = [=](Tunables& k, const RunConfig& d) {
+    for (const auto& [word, value] : names) {
+      if (value == f.of(d)) return k.define_string(name, word, help);
+    }
+    throw Error("the default of " + name + " has no name");  // a RunConfig initial value missing from the table
+  };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    const std::string& word = k.get_string(name);
+    for (const auto& [candidate, value] : names) {
+      if (candidate == word) {
+        f.of(c) = value;
+        return;
+      }
+    }
+    throw ConfigError(name, "must be " + join_or(words) + ", got '" + word + "'");
+  };
+  return key;
+}
+
+RunKey detailed(RunKey key, const std::string& detail) {
+  key.detail = detail;
+  return key;
+}
+
+RunKey followed_by(RunKey key, std::function<void(RunConfig&)> check) {
+  key.then = std::move(check);
+  return key;
+}
+
+Names<Precision> precision_names() {
+  Names<Precision> names;
+  for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16}) names.emplace_back(precision_name(p), p);
+  return names;
+}
+
+// train.precision: a precision, or auto (resolved at start-up).
+RunKey compute_precision(const std::string& help) {
+  const std::string name = "train.precision";
+  RunKey key = described(name, TunableKind::string, "fp32, bf16, fp16 or auto", help);
+  key.define = [=](Tunables& k, const RunConfig& d) {
+    k.define_string(name, d.train.precision_auto ? "auto" : precision_name(d.train.precision), help);
+  };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    const std::string& word = k.get_string(name);
+    c.train.precision_auto = word == "auto";
+    c.train.precision = Precision::fp32;
+    if (c.train.precision_auto) return;
+    const auto precision = parse_precision(word);
+    if (!precision) throw ConfigError(name, "must be fp32, bf16 or fp16 (or auto), got '" + word + "'");
+    c.train.precision = *precision;
+  };
+  return key;
+}
+
+void add_model_keys(std::vector<RunKey>& keys) {
+  using models::GptConfig;
+  keys.push_back(integer("model.layers", in_model(&GptConfig::layers), any_int(), "transformer blocks"));
+  keys.push_back(integer("model.hidden", in_model(&GptConfig::hidden), any_int(), "width of the residual stream"));
+  keys.push_back(integer("model.heads", in_model(&GptConfig::heads), any_int(),
+                         "attention heads (must divide model.hidden)"));
+  keys.push_back(integer("model.ffn", in_model(&GptConfig::ffn), any_int(), "MLP width (0: 4 x model.hidden)"));
+  keys.push_back(integer("model.seq_len", in_model(&GptConfig::seq_len), any_int(),
+                         "tokens per sequence (the context length)"));
+  keys.push_back(integer("model.vocab", in_model(&GptConfig::vocab), any_int(), "vocabulary size (the tokenizer's)"));
+  keys.push_back(integer("model.vocab_pad", in_model(&GptConfig::vocab_pad), any_int(),
+                         "the embedding's rows are vocab rounded up to a multiple of this"));
+  keys.push_back(real("model.dropout", in_model(&GptConfig::dropout), any_real(),
+                      "dropout probability (0 disables it)"));
+  keys.push_back(real("model.init_std", in_model(&GptConfig::init_std), any_real(),
+                      "standard deviation of the initial weights"));
+  const Names<models::Activation> activations = {{"gelu", models::Activation::gelu},
+                                                 {"gelu_tanh", models::Activation::gelu_tanh}};
+  keys.push_back(followed_by(
+      choice("model.activation", in_model(&GptConfig::activation), activations,
+             "the MLP's nonlinearity: gelu (erf) or gelu_tanh (its tanh approximation, GPT-2's)"),
+      [](RunConfig& c) { c.model.validate(); }));  // the last model.* key: the shape as a whole
+}
+
+// The order of the rows is the order of the checks: with several bad keys,
+// the first one's error is the one reported.
+void add_parallel_keys(std::vector<RunKey>& keys) {
+  using P = ParallelSettings;
+  keys.push_back(text("parallel.partition", in_parallel(&P::partition), Empty::allowed,
+                      "how layers are cut into pipeline stages: uniform, parameters, type:REGEX or manual:N0,N1,..."));
+  keys.push_back(boolean("parallel.auto", in_parallel(&P::automatic),
+                         "let the planner choose dp, tp and the micro-batch for the ranks started"));
+  keys.push_back(text("parallel.cluster", in_parallel(&P::cluster), Empty::allowed,
+                      "cluster file for parallel.auto (from giant plan --calibrate)"));
+  keys.push_back(real("parallel.bucket_mb", in_parallel(&P::bucket_mb), positive(),
+                      "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)"));
+  keys.push_back(integer("parallel.zero", in_parallel(&P::zero), one_of_range(0, 3),
+                         "ZeRO stage over the dp ranks: 0 keeps everything on every rank, 1 shards the optimizer "
+                         "state, 2 also the gradients, 3 also the parameters (each layer gathered just before it "
+                         "runs)"));
+  keys.push_back(integer("parallel.zero3_prefetch", in_parallel(&P::zero3_prefetch), not_negative(),
+                         "ZeRO-3: layers whose parameter gather starts ahead of the one running"));
+  keys.push_back(boolean("parallel.zero3_regather", in_parallel(&P::zero3_regather),
+                         "ZeRO-3: gather a layer again for every micro-batch (false: keep it gathered through the "
+                         "step's micro-batches, fewer gathers for more memory)"));
+  keys.push_back(integer("parallel.dp", in_parallel(&P::dp), at_least(1), "data-parallel replicas"));
+  keys.push_back(integer("parallel.tp", in_parallel(&P::tp), at_least(1), "tensor-parallel ranks per layer"));
+  keys.push_back(integer("parallel.pp", in_parallel(&P::pp), at_least(1), "pipeline stages"));
+  keys.push_back(integer("parallel.virtual_stages", in_parallel(&P::virtual_stages), at_least(1),
+                         "layer chunks per pipeline rank (interleaved schedule)"));
+  const Names<std::string> schedules = {{"gpipe", "gpipe"}, {"1f1b", "1f1b"}, {"interleaved", "interleaved"}};
+  keys.push_back(choice("parallel.schedule", in_parallel(&P::schedule), schedules,
+                        "pipeline schedule: gpipe, 1f1b or interleaved"));
+}
+
+void check_batch_split(RunConfig& c) {
+  const TrainSettings& t = c.train;
+  if (t.global_batch % (c.parallel.dp * t.micro_batch) != 0) {
+    throw ConfigError("train.global_batch",
+                      std::to_string(t.global_batch) + " is not divisible by parallel.dp x train.micro_batch = " +
+                          std::to_string(c.parallel.dp) + " x " + std::to_string(t.micro_batch));
+  }
+}
+
+void add_step_keys(std::vector<RunKey>& keys) {
+  using T = TrainSettings;
+  const Names<planner::Recompute> recomputes = {{"none", planner::Recompute::none},
+                                                {"selective", planner::Recompute::selective},
+                                                {"full", planner::Recompute::full}};
+  keys.push_back(choice("train.recompute", in_train(&T::recompute), recomputes,
+                        "activation recomputation: none, selective (the attention core is recomputed in backward) or "
+                        "full (each block keeps only its input and runs its forward again in backward)"));
+  keys.push_back(detailed(
+      real("train.memory_limit_gb", in_train(&T::memory_limit_gb), not_negative_real("0: the device's", true),
+           "memory a rank may use, in GiB (0: the host's physical memory shared by the ranks); a run predicted "
+           "not to fit is refused before training, with what fits instead"),
+      "Before anything is built, a run the planner predicts not to fit is refused with the prediction by kind "
+      "and the cheapest change that fits (a higher `parallel.zero`, `train.recompute`, a smaller "
+      "`train.micro_batch`, another tp x pp x dp split)."));
+  keys.push_back(detailed(
+      integer("train.global_batch", in_train(&T::global_batch), at_least(1),
+              "sequences per optimizer step, over all dp ranks"),
+      "Gradients are accumulated over global_batch / (dp x micro_batch) micro-batches, which must divide; the "
+      "order of samples depends only on `train.seed`."));
+  keys.push_back(followed_by(integer("train.micro_batch", in_train(&T::micro_batch), at_least(1),
+                                     "sequences per micro-batch per dp rank"),
+                             check_batch_split));
+  keys.push_back(integer("train.steps", in_train(&T::steps), at_least(1), "optimizer steps"));
+  keys.push_back(integer("train.eval_batches", in_train(&T::eval_batches), at_least(1),
+                         "micro-batches per evaluation"));
+  keys.push_back(integer("train.threads", in_train(&T::threads), at_least(1), "intra-op threads per rank"));
+  keys.push_back(integer("train.max_bad_steps", in_train(&T::max_bad_steps), at_least(1),
+                         "stop after this many non-finite steps in a row"));
+  keys.push_back(integer("train.warmup_steps", in_train(&T::warmup_steps), not_negative(),
+                         "steps of linear warmup from 0"));
+  keys.push_back(integer("train.eval_every", in_train(&T::eval_every), not_negative(),
+                         "evaluate on the validation split every this many steps (0: only at the end)"));
+  keys.push_back(integer("train.trace_steps", in_train(&T::trace_steps), not_negative(), "steps in the trace"));
+  keys.push_back(integer("train.sample_tokens", in_train(&T::sample_tokens), not_negative(),
+                         "tokens of text generated at the end (0: none)"));
+  keys.push_back(integer("train.seed", in_train(&T::seed), not_negative(),
+                         "seed of the weights and of the sample order"));
+  keys.push_back(detailed(
+      integer("train.retain_memory_mb", in_train(&T::retain_memory_mb), between(0, kMaxRetainMb),
+              "freed host memory each rank keeps for reuse instead of returning it to the kernel "
+              "(0: the C library's defaults; at most " + std::to_string(kMaxRetainMb) + ")"),
+      "Blocks up to 32 MiB come from the heap and up to this much freed memory stays mapped. With the C "
+      "library's defaults (`0`) every step unmaps and refaults its tensors; on the bench model that costs about "
+      "30% of the step."));
+}
+
+void add_optimizer_and_output_keys(std::vector<RunKey>& keys) {
+  using T = TrainSettings;
+  keys.push_back(real("train.lr", in_train(&T::lr), positive(), "peak learning rate"));
+  keys.push_back(followed_by(real("train.min_lr", in_train(&T::min_lr), checked_together("0 to train.lr"),
+                                  "learning rate at the end of the cosine decay"),
+                             [](RunConfig& c) {
+                               if (!(c.train.min_lr >= 0 && c.train.min_lr <= c.train.lr)) {
+                                 throw ConfigError("train.min_lr", "must be in [0, train.lr]");
+                               }
+                             }));
+  keys.push_back(real("train.weight_decay", in_train(&T::weight_decay), not_negative_real(),
+                      "AdamW decoupled weight decay (not on norms and biases)"));
+  keys.push_back(real("train.grad_clip", in_train(&T::grad_clip), not_negative_real("0 disables clipping"),
+                      "clip gradients to this global norm (0 disables)"));
+  keys.push_back(real("train.beta1", in_train(&T::beta1), below_one(), "AdamW first-moment decay"));
+  keys.push_back(real("train.beta2", in_train(&T::beta2), below_one(), "AdamW second-moment decay"));
+  keys.push_back(real("train.sample_temperature", in_train(&T::sample_temperature), positive(),
+                      "sampling temperature of the generated sample"));
+  keys.push_back(text("train.out_dir", in_train(&T::out_dir), Empty::refused,
+                      "where config.toml, metrics.jsonl, sample.txt, tensorboard/ and trace.json go"));
+  keys.push_back(boolean("train.trace", in_train(&T::trace),
+                         "write a Chrome trace of the first steps to out_dir/trace.json"));
+  keys.push_back(boolean("train.tensorboard", in_train(&T::tensorboard),
+                         "write TensorBoard curves to out_dir/tensorboard/ (rank 0)"));
+  keys.push_back(text("train.sample_prompt", in_train(&T::sample_prompt), Empty::allowed,
+                      "prompt of the generated sample"));
+}
+
+void add_precision_keys(std::vector<RunKey>& keys) {
+  using T = TrainSettings;
+  keys.push_back(compute_precision(
+      "fp32, bf16, fp16, or auto: bf16 when this device's bf16 matrix products are at least 1.5x as fast as "
+      "fp32, else fp32 (master weights and AdamW stay fp32)"));
+  keys.push_back(followed_by(choice("train.grad_dtype", in_train(&T::grad_dtype), precision_names(),
+                                    "dtype gradients accumulate over micro-batches and are averaged over dp in: "
+                                    "fp32, or the compute precision"),
+                             [](RunConfig& c) {
+                               if (!c.train.precision_auto) check_grad_dtype(c.train);
+                             }));
+  const Names<LossScaling> scalings = {
+      {"auto", LossScaling::automatic}, {"dynamic", LossScaling::dynamic}, {"off", LossScaling::off}};
+  keys.push_back(choice("train.loss_scaling", in_train(&T::loss_scaling), scalings,
+                        "auto (dynamic for fp16, off otherwise), dynamic or off"));
+  keys.push_back(real("train.loss_scale_initial", in_train(&T::loss_scale_initial), finite_at_least_one(),
+                      "the dynamic loss scale's starting value"));
+  keys.push_back(integer("train.loss_scale_window", in_train(&T::loss_scale_window), at_least(1),
+                         "steps without overflow before the loss scale doubles"));
+  keys.push_back(integer("train.loss_scale_hysteresis", in_train(&T::loss_scale_hysteresis), at_least(1),
+                         "overflows (since the last growth) before the loss scale halves"));
+}
+
+void add_data_and_checkpoint_keys(std::vector<RunKey>& keys) {
+  keys.push_back(text("data.path", in_data(&DataSettings::path), Empty::allowed,
+                      "training data: a text file, or a .bin/.idx prefix written by giant data prepare (relative "
+                      "to the working directory)"));
+  keys.push_back(followed_by(texts("data.paths", in_data(&DataSettings::paths),
+                                   "a weighted blend of .bin/.idx prefixes, Megatron's form [\"0.7\", \"books\", "
+                                   "\"0.3\", \"web\"]; when set, data.path is not used"),
+                             [](RunConfig& c) {
+                               if (c.data.path.empty() && c.data.paths.empty()) {
+                                 throw ConfigError("data.path", "must name a text file or a .bin/.idx prefix");
+                               }
+                             }));
+  keys.push_back(text("data.tokenizer", in_data(&DataSettings::tokenizer), Empty::allowed,
+                      "tokenizer: byte, gpt2:DIR (vocab.json + merges.txt) or sentencepiece:FILE.model"));
+  keys.push_back(real("data.val_fraction", in_data(&DataSettings::val_fraction), any_real(),
+                      "share of the tokens held out for validation: a text file's tail, a prefix's last whole "
+                      "documents"));
+
+  using C = CheckpointSettings;
+  keys.push_back(followed_by(text("checkpoint.dir", in_checkpoint(&C::dir), Empty::allowed,
+                                  "where checkpoints go (empty: train.out_dir/checkpoints)"),
+                             [](RunConfig& c) {
+                               if (c.checkpoint.dir.empty()) {
+                                 c.checkpoint.dir = (std::filesystem::path(c.train.out_dir) / "checkpoints").string();
+                               }
+                             }));
+  keys.push_back(integer("checkpoint.every", in_checkpoint(&C::every), not_negative("0: only at the end"),
+                         "save a checkpoint every this many steps (0: only at the end)"));
+  keys.push_back(integer("checkpoint.keep", in_checkpoint(&C::keep), at_least(1),
+                         "newest checkpoints kept (older ones are removed once a newer one is complete)"));
+  keys.push_back(boolean("checkpoint.async", in_checkpoint(&C::async),
+                         "copy the state to memory at the step and write it from a background thread while "
+                         "training goes on"));
+  keys.push_back(text("train.resume", in_checkpoint(&C::resume), Empty::allowed,
+                      "auto (the latest good checkpoint in checkpoint.dir, if any), \"\" (never) or a checkpoint "
+                      "path"));
+}
+
+std::vector<RunKey> make_run_keys() {
+  std::vector<RunKey> keys;
+  add_model_keys(keys);
+  add_parallel_keys(keys);
+  add_step_keys(keys);
+  add_optimizer_and_output_keys(keys);
+  add_precision_keys(keys);
+  add_data_and_checkpoint_keys(keys);
+  return keys;
+}
+
+}  // namespace
+
+const std::vector<RunKey>& run_keys() {
+  static const std::vector<RunKey> keys = make_run_keys();  // immutable once built
+  return keys;
+}
+
+}  // namespace giant::train
