@@ -18,9 +18,9 @@
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/communicator.h"
-#include "giant/ccl/config.h"
 #include "giant/launch/rank_process.h"
 #include "giant/train/auto_layout.h"
+#include "giant/train/config_reference.h"
 #include "giant/train/matmul_rate.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/run_config.h"
@@ -87,11 +87,13 @@ int train_command(const std::vector<std::string>& args) {
                "giant train");
   std::string config_path;
   std::vector<std::string> overrides;
-  bool print_config = false;
+  bool print_config = false, print_reference = false;
   GlobalFlags global;
   cli.add_option("config", config_path, "TOML file of model.*, parallel.*, train.*, data.* keys");
   cli.add_option("--set", overrides, "key=value, the value read as TOML (repeatable)")->take_all();
   cli.add_flag("--print-config", print_config, "print every key with its value and source, then exit");
+  cli.add_flag("--print-config-reference", print_reference,
+               "print the reference of every key (docs/config.md, in Markdown), then exit");
   add_global_flags(cli, global);
   cli.footer("SIGINT or SIGTERM stops the run after the step in flight, with a checkpoint saved there (the same "
              "command resumes it); a second one ends it at once.\n"
@@ -107,8 +109,11 @@ int train_command(const std::vector<std::string>& args) {
   ccl::BootstrapInfo launch;
   try {
     apply_global_flags(global);
-    train::define_run_keys(keys);
-    ccl::CommConfig::define_tunables(keys);
+    if (print_reference) {
+      std::cout << train::config_reference();
+      return kExitOk;
+    }
+    train::define_train_keys(keys);
     if (!config_path.empty()) train::apply_config_file(keys, config_path);
     keys.apply_environment(env.vars());
     for (const auto& assignment : overrides) train::apply_override(keys, assignment);
