@@ -304,9 +304,9 @@ void add_step_keys(std::vector<RunKey>& keys) {
       real("train.memory_limit_gb", in_train(&T::memory_limit_gb), not_negative_real("0: the device's", true),
            "memory a rank may use, in GiB (0: the host's physical memory shared by the ranks); a run predicted "
            "not to fit is refused before training, with what fits instead"),
-      "Before anything is built, a run the planner predicts not to fit is refused with the prediction by kind "
-      "and the cheapest change that fits (a higher `parallel.zero`, `train.recompute`, a smaller "
-      "`train.micro_batch`, another tp x pp x dp split)."));
+      "The refusal comes before anything is built, with the prediction by kind and the cheapest change that "
+      "fits: a higher `parallel.zero`, `train.recompute`, a smaller `train.micro_batch` or another tp x pp x dp "
+      "split."));
   keys.push_back(detailed(
       integer("train.global_batch", in_train(&T::global_batch), at_least(1),
               "sequences per optimizer step, over all dp ranks"),
