@@ -434,7 +434,7 @@ RunConfig run_config_from(const Tunables& k) {
   if (recompute != "none" && recompute != "selective" && recompute != "full") {
     throw ConfigError("train.recompute", "must be none, selective or full, got '" + recompute + "'");
   }
-  t.recompute = planner::parse_recompute(recompute);
+  t.recompute = parse_recompute(recompute);
   t.memory_limit_gb = k.get_real("train.memory_limit_gb");
   if (!(t.memory_limit_gb >= 0)) {
     throw ConfigError("train.memory_limit_gb", "must not be negative (0: the device's), got " +
