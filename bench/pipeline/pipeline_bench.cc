@@ -34,7 +34,7 @@
 #include "giant/ccl/config.h"
 #include "giant/parallel/pipeline/executor.h"
 #include "giant/parallel/tensor_collectives.h"
-#include "giant/planner/schedule.h"
+#include "giant/planner/schedule_simulate.h"
 #include "sleep_stage.h"
 
 namespace giant::bench::pipeline {
@@ -127,7 +127,7 @@ struct RankSeries {
   std::vector<double> wait_s, forward_s, backward_s;
 };
 
-void add_step(const at::Tensor& rows, const planner::PipelineShape& shape, std::vector<RankSeries>& series,
+void add_step(const at::Tensor& rows, const PipelineShape& shape, std::vector<RankSeries>& series,
               ScheduleReport& report) {
   const int p = shape.pp, v = shape.virtual_stages, width = kRowFixed + v;
   const double chunk_micro_batches = static_cast<double>(shape.micro_batches * v);
@@ -160,8 +160,8 @@ void add_step(const at::Tensor& rows, const planner::PipelineShape& shape, std::
   report.losses_right = report.losses_right && std::abs(loss_sum - m * (m + 1) / 2) <= 1e-6 * m * m;
 }
 
-ScheduleReport run_schedule(ccl::Communicator& world, const Options& o, const planner::PipelineSchedule& lowered) {
-  const planner::PipelineShape& shape = lowered.shape;
+ScheduleReport run_schedule(ccl::Communicator& world, const Options& o, const PipelineSchedule& lowered) {
+  const PipelineShape& shape = lowered.shape;
   const int p = shape.pp, v = shape.virtual_stages, rank = world.rank();
   auto tally = std::make_shared<SleepTally>();
   std::vector<parallel::PipelineChunk> chunks;
@@ -203,9 +203,9 @@ ScheduleReport run_schedule(ccl::Communicator& world, const Options& o, const pl
 // The same schedule simulated with what the executor measured of each
 // compute action instead of the sleeps: what is left between it and the
 // measured step is the schedule's logic (waits, posting order, transfers).
-planner::SimulationResult simulate_measured_costs(const planner::PipelineSchedule& lowered,
+planner::SimulationResult simulate_measured_costs(const PipelineSchedule& lowered,
                                                   const ScheduleReport& measured, double transfer_s) {
-  const planner::PipelineShape& shape = lowered.shape;
+  const PipelineShape& shape = lowered.shape;
   planner::ActionCosts costs = planner::ActionCosts::uniform(shape.stages(), 0, 0, transfer_s);
   for (int stage = 0; stage < shape.stages(); ++stage) {
     costs.forward_s[stage] = measured.forward_s[shape.rank_of_stage(stage)];
@@ -216,8 +216,8 @@ planner::SimulationResult simulate_measured_costs(const planner::PipelineSchedul
 
 void print_preamble(const Options& o, const ccl::BootstrapInfo& info, double transfer_s) {
   std::string schedules;
-  for (planner::Schedule s : o.schedules) {
-    schedules += (schedules.empty() ? "" : ",") + std::string(planner::schedule_name(s));
+  for (Schedule s : o.schedules) {
+    schedules += (schedules.empty() ? "" : ",") + std::string(schedule_name(s));
   }
   std::printf("# giant bench pipeline p=%d schedules=%s virtual_stages=%d (interleaved) micro_batches=%lld "
               "forward_ms=%g backward_ms=%g activation_bytes=%lld steps=%d warmup=%d, %d ranks started by %s\n",
@@ -231,11 +231,11 @@ void print_preamble(const Options& o, const ccl::BootstrapInfo& info, double tra
   std::fflush(stdout);
 }
 
-void print_report(const Options& o, const planner::PipelineSchedule& lowered, double transfer_s,
+void print_report(const Options& o, const PipelineSchedule& lowered, double transfer_s,
                   const ScheduleReport& measured, const planner::SimulationResult& simulated,
                   const planner::SimulationResult& with_measured_costs) {
-  const planner::PipelineShape& shape = lowered.shape;
-  const char* name = planner::schedule_name(shape.schedule);
+  const PipelineShape& shape = lowered.shape;
+  const char* name = schedule_name(shape.schedule);
   const double step = median(measured.step_s), bubble = median(measured.bubble);
   const double ratio = step / simulated.step_s, ratio_measured_costs = step / with_measured_costs.step_s;
   const double overshoot_us = median(measured.sleep_overshoot_s) * 1e6;
@@ -278,10 +278,10 @@ int run_pipeline_bench(const Options& o) {
   // A benchmark should fail fast rather than wait out the library's default.
   tunables.set("ccl.timeout", "60s", TunableSource::config);
   tunables.apply_environment(env.vars());
-  std::vector<planner::PipelineSchedule> schedules;
-  for (planner::Schedule s : o.schedules) {
-    schedules.push_back(planner::lower_communication(planner::generate_schedule(shape_of(o, s, info.world_size))));
-    planner::validate_schedule(schedules.back());
+  std::vector<PipelineSchedule> schedules;
+  for (Schedule s : o.schedules) {
+    schedules.push_back(lower_communication(generate_schedule(shape_of(o, s, info.world_size))));
+    validate_schedule(schedules.back());
   }
 
   ccl::Bootstrap boot = ccl::bootstrap_from_environment(env, tunables);
@@ -290,7 +290,7 @@ int run_pipeline_bench(const Options& o) {
   const double transfer_s = measure_transfer_s(world, o.activation_bytes);
   if (leader) print_preamble(o, info, transfer_s);
   bool ok = true;
-  for (const planner::PipelineSchedule& lowered : schedules) {
+  for (const PipelineSchedule& lowered : schedules) {
     const ScheduleReport measured = run_schedule(world, o, lowered);
     const planner::ActionCosts costs =
         planner::ActionCosts::uniform(lowered.shape.stages(), o.forward_s / lowered.shape.virtual_stages,

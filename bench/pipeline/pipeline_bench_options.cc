@@ -50,15 +50,15 @@ double milliseconds_flag(const std::string& flag, const std::string& text) {
   return value * 1e-3;
 }
 
-std::vector<planner::Schedule> schedules_flag(const std::string& text) {
+std::vector<Schedule> schedules_flag(const std::string& text) {
   if (text == "all") return Options{}.schedules;
-  std::vector<planner::Schedule> schedules;
+  std::vector<Schedule> schedules;
   size_t begin = 0;
   while (begin <= text.size()) {
     const size_t comma = std::min(text.find(',', begin), text.size());
     const std::string name = text.substr(begin, comma - begin);
     try {
-      schedules.push_back(planner::parse_schedule(name));
+      schedules.push_back(parse_schedule(name));
     } catch (const ConfigError&) {
       bad_flag("--schedule", "expected all or a comma-separated list of gpipe, 1f1b and interleaved, got '" +
                                  text + "'");
@@ -99,7 +99,7 @@ Options options_from(const OptionFlags& f) {
   if (!f.virtual_stages.empty()) {
     o.virtual_stages = static_cast<int>(integer_flag("--virtual-stages", f.virtual_stages, 1));
     bool interleaved = false;
-    for (planner::Schedule s : o.schedules) interleaved |= s == planner::Schedule::interleaved;
+    for (Schedule s : o.schedules) interleaved |= s == Schedule::interleaved;
     if (!interleaved && o.virtual_stages > 1)
       bad_flag("--virtual-stages", "applies to the interleaved schedule only, but --schedule is '" + f.schedule + "'");
   }
@@ -119,11 +119,11 @@ Options options_from(const OptionFlags& f) {
   return o;
 }
 
-planner::PipelineShape shape_of(const Options& o, planner::Schedule schedule, int pp) {
-  planner::PipelineShape shape;
+PipelineShape shape_of(const Options& o, Schedule schedule, int pp) {
+  PipelineShape shape;
   shape.schedule = schedule;
   shape.pp = pp;
-  shape.virtual_stages = schedule == planner::Schedule::interleaved ? o.virtual_stages : 1;
+  shape.virtual_stages = schedule == Schedule::interleaved ? o.virtual_stages : 1;
   shape.micro_batches = o.micro_batches;
   return shape;
 }
@@ -133,12 +133,12 @@ void check_world_size(const Options& o, int world_size) {
     bad_flag("giant launch --nproc", "giant bench pipeline needs at least 2 pipeline ranks, one process each; "
                                      "run it under giant launch --nproc P (got a world of " +
                                          std::to_string(world_size) + ")");
-  for (planner::Schedule schedule : o.schedules) {
-    const planner::PipelineShape shape = shape_of(o, schedule, world_size);
+  for (Schedule schedule : o.schedules) {
+    const PipelineShape shape = shape_of(o, schedule, world_size);
     try {
-      planner::check_pipeline_shape(shape);
+      check_pipeline_shape(shape);
     } catch (const ConfigError& e) {
-      bad_flag(flag_of_key(e.key()), "--schedule " + std::string(planner::schedule_name(schedule)) +
+      bad_flag(flag_of_key(e.key()), "--schedule " + std::string(schedule_name(schedule)) +
                                          " --virtual-stages " + std::to_string(shape.virtual_stages) +
                                          " --micro-batches " + std::to_string(shape.micro_batches) + " on " +
                                          std::to_string(world_size) + " ranks cannot be scheduled: " + e.what());

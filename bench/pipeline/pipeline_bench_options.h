@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "giant/planner/layout.h"
-#include "giant/planner/schedule.h"
+#include "giant/layout/layout.h"
+#include "giant/layout/schedule.h"
 
 namespace CLI {
 class App;
@@ -17,8 +17,8 @@ namespace giant::bench::pipeline {
 
 struct Options {
   // Run in this order, each for --warmup then --steps steps.
-  std::vector<planner::Schedule> schedules{planner::Schedule::gpipe, planner::Schedule::one_f_one_b,
-                                           planner::Schedule::interleaved};
+  std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b,
+                                           Schedule::interleaved};
   int virtual_stages = 2;  // chunks per rank of the interleaved schedule (the others run 1)
   int64_t micro_batches = 8;
   // A rank's sleep per micro-batch, all its chunks together: each of V
@@ -48,7 +48,7 @@ Options options_from(const OptionFlags& flags);
 
 // The shape one schedule of the run has on `pp` ranks (interleaved: the
 // options' virtual stages; the others: one chunk per rank).
-planner::PipelineShape shape_of(const Options& options, planner::Schedule schedule, int pp);
+PipelineShape shape_of(const Options& options, Schedule schedule, int pp);
 
 // Checks the run against the launcher's world size, before any rank
 // connects: at least two ranks, and every schedule's shape schedulable

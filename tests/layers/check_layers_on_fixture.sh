@@ -2,6 +2,8 @@
 # scripts/check-layers on a tiny tree (fixture/) whose layer "low" includes
 # the layer above it and torch, which it does not link: both are named, with
 # file and line, and the check fails; with a graph that allows them it passes.
+# A rule stated outright (models and parallel do not include the planner)
+# fails with its reason even where the graph allows the include.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 check=$here/../../scripts/check-layers
@@ -22,4 +24,14 @@ expect '2 include(s) of a layer not linked'
 
 printf 'low: high torch\nhigh: low torch\n' > "$work/allowed.txt"
 "$check" "$here/fixture" "$work/allowed.txt" || { echo "FAIL: a tree within its graph was refused"; exit 1; }
+
+mkdir -p "$work/rule/giant/models" "$work/rule/giant/planner"
+printf '#pragma once\n' > "$work/rule/giant/planner/plan.h"
+printf '#pragma once\n#include "giant/planner/plan.h"\n' > "$work/rule/giant/models/model.h"
+printf 'models: planner\nplanner:\n' > "$work/rule/layers.txt"
+status=0
+"$check" "$work/rule" "$work/rule/layers.txt" > "$work/out" || status=$?
+cat "$work/out"
+[ "$status" -eq 1 ] || { echo "FAIL: models including the planner passed (status $status)"; exit 1; }
+expect 'giant/models/model.h:2: models includes "giant/planner/plan.h": models and parallel do not include the planner'
 echo "PASS"

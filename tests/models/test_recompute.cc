@@ -17,8 +17,6 @@
 namespace giant::models {
 namespace {
 
-using planner::Recompute;
-
 TEST(Recompute, RunsTheFunctionAgainInBackwardWithTheSameGradients) {
   torch::manual_seed(1);
   const torch::Tensor w = torch::randn({6}).requires_grad_(true);
@@ -196,7 +194,7 @@ TEST_P(RecomputeBlocks, GradientsAreBitwiseThoseWithoutRecomputation) {
   const auto [dropout, dtype] = GetParam();
   const Gradients none = train_step(Recompute::none, dropout, dtype);
   for (Recompute r : {Recompute::selective, Recompute::full}) {
-    SCOPED_TRACE(planner::recompute_name(r));
+    SCOPED_TRACE(recompute_name(r));
     expect_bitwise_equal(train_step(r, dropout, dtype), none);
   }
   if (dropout > 0) {  // the masks are real: without them the gradients differ

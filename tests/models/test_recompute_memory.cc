@@ -25,8 +25,6 @@
 namespace giant::models {
 namespace {
 
-using planner::Recompute;
-
 // Counts the bytes of live CPU allocations while installed. Some kernels
 // take raw blocks (raw_allocate: the context must be the data pointer), so
 // each block's size and the base allocator's handle are looked up by its
@@ -139,8 +137,8 @@ TEST(RecomputeMemory, KeptActivationsFollowKorthikantisFormula) {
   EXPECT_GT(selective, full);
   for (Recompute r : {Recompute::none, Recompute::selective}) {
     const double measured = r == Recompute::none ? none : selective;
-    EXPECT_GT(measured / formula_bytes(r), 0.85) << planner::recompute_name(r);
-    EXPECT_LT(measured / formula_bytes(r), 1.25) << planner::recompute_name(r);
+    EXPECT_GT(measured / formula_bytes(r), 0.85) << recompute_name(r);
+    EXPECT_LT(measured / formula_bytes(r), 1.25) << recompute_name(r);
   }
   EXPECT_GE(full / formula_bytes(Recompute::full), 1.0);
   EXPECT_LT(full / formula_bytes(Recompute::full), 1.1);

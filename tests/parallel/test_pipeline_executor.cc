@@ -14,7 +14,7 @@
 
 #include "giant/base/error.h"
 #include "giant/parallel/pipeline/executor.h"
-#include "giant/planner/schedule.h"
+#include "giant/planner/schedule_simulate.h"
 #include "parallel/support/rank_threads.h"
 #include "support/rounding.h"
 #include "support/tensor_error.h"
@@ -58,15 +58,15 @@ Reference sequential(const std::vector<at::Tensor>& weights, int64_t micro_batch
   return r;
 }
 
-void check_schedule(planner::Schedule schedule, int pp, int v, int64_t m) {
-  planner::PipelineShape shape;
+void check_schedule(Schedule schedule, int pp, int v, int64_t m) {
+  PipelineShape shape;
   shape.schedule = schedule;
   shape.pp = pp;
   shape.virtual_stages = v;
   shape.micro_batches = m;
-  SCOPED_TRACE(std::string(planner::schedule_name(schedule)) + " p=" + std::to_string(pp) + " v=" +
+  SCOPED_TRACE(std::string(schedule_name(schedule)) + " p=" + std::to_string(pp) + " v=" +
                std::to_string(v) + " m=" + std::to_string(m));
-  const planner::PipelineSchedule lowered = planner::lower_communication(planner::generate_schedule(shape));
+  const PipelineSchedule lowered = lower_communication(generate_schedule(shape));
   torch::manual_seed(7);
   std::vector<at::Tensor> weights;
   for (int s = 0; s < shape.stages(); ++s) weights.push_back(stage_weight(s));
@@ -106,7 +106,6 @@ void check_schedule(planner::Schedule schedule, int pp, int v, int64_t m) {
 
 TEST(PipelineExecutor, EveryScheduleGivesTheSequentialGradients) {
   torch::set_num_threads(1);
-  using planner::Schedule;
   for (int pp : {2, 3}) {
     check_schedule(Schedule::gpipe, pp, 1, 5);
     check_schedule(Schedule::one_f_one_b, pp, 1, 5);
@@ -116,10 +115,10 @@ TEST(PipelineExecutor, EveryScheduleGivesTheSequentialGradients) {
 }
 
 TEST(PipelineExecutor, ForwardOnlyRunsWithoutAutograd) {
-  planner::PipelineShape shape;
+  PipelineShape shape;
   shape.pp = 2;
   shape.micro_batches = 3;
-  const auto lowered = planner::lower_communication(planner::generate_forward_only(shape));
+  const auto lowered = lower_communication(generate_forward_only(shape));
   torch::manual_seed(3);
   const std::vector<at::Tensor> weights{stage_weight(0), stage_weight(1)};
   double expected = 0;
@@ -144,10 +143,10 @@ TEST(PipelineExecutor, ForwardOnlyRunsWithoutAutograd) {
 }
 
 TEST(PipelineExecutor, AStageOfTheWrongShapeIsAnErrorNamingIt) {
-  planner::PipelineShape shape;
+  PipelineShape shape;
   shape.pp = 2;
   shape.micro_batches = 2;
-  const auto lowered = planner::lower_communication(planner::generate_schedule(shape));
+  const auto lowered = lower_communication(generate_schedule(shape));
   std::vector<std::string> errors(2);
   test::run_ranks(2, [&](ccl::Communicator& comm) {
     at::Tensor w = torch::eye(kWidth).requires_grad_(true);

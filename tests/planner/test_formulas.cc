@@ -8,6 +8,7 @@
 #include "giant/planner/compute_model.h"
 #include "giant/planner/cost_model.h"
 #include "giant/planner/memory_model.h"
+#include "giant/planner/model_layout.h"
 #include "giant/planner/model_spec.h"
 
 namespace giant::planner {
@@ -143,7 +144,7 @@ TEST(MemoryFormulas, ZeroThreeUnderAPipelineWithoutRegathering) {
   m.layers = 4;
   Layout l;
   l.dp = 2, l.pp = 2, l.zero = 3;
-  ASSERT_TRUE(l.why_invalid(m, 4).empty()) << l.why_invalid(m, 4);
+  ASSERT_TRUE(why_invalid(l, m, 4).empty()) << why_invalid(l, m, 4);
   ZeroEngine engine;
   const double regather = memory_per_device(m, l, kFloat, engine).comm_buffers;
   EXPECT_DOUBLE_EQ(regather, 2 * 872 * 4 + 872 * 4);
@@ -173,10 +174,10 @@ TEST(MemoryFormulas, StagesWithTheEmbeddingsShare) {
   l.pp = 12;
   l.dp = 1;
   m.global_batch = 12;
-  EXPECT_TRUE(l.why_invalid(m, 12).empty()) << l.why_invalid(m, 12);
+  EXPECT_TRUE(why_invalid(l, m, 12).empty()) << why_invalid(l, m, 12);
   l.pp = 11;
   m.global_batch = 11;
-  EXPECT_NE(l.why_invalid(m, 11).find("layers + 2"), std::string::npos);
+  EXPECT_NE(why_invalid(l, m, 11).find("layers + 2"), std::string::npos);
   m.global_batch = 12;
   // The second stage holds a block more than the first and one micro-batch fewer.
   l.pp = 12;
@@ -306,12 +307,12 @@ TEST(CostFormulas, ThePipelineStepIsTheSimulatedScheduleOfTheStageCosts) {
     Layout l;
     l.tp = *f.tp, l.pp = *f.pp, l.dp = *f.dp, l.micro_batch = *f.micro_batch, l.schedule = *f.schedule;
     l.virtual_stages = f.virtual_stages.value_or(1), l.zero = *f.zero, l.recompute = *f.recompute;
-    ASSERT_EQ(l.why_invalid(m, c.devices()), "") << text;
+    ASSERT_EQ(why_invalid(l, m, c.devices()), "") << text;
     const Estimate e = estimate_layout(m, c, l);
     const ActionCosts costs = pipeline_action_costs(m, c, l);
     ASSERT_EQ(costs.forward_s.size(), size_t(l.pp * l.virtual_stages));
     const SimulationResult pipeline = simulate_schedule(
-        lower_communication(generate_schedule({l.schedule, l.pp, l.virtual_stages, l.micro_batches(m)})), costs);
+        lower_communication(generate_schedule(pipeline_shape(l, l.micro_batches(m.global_batch)))), costs);
     // Without ZeRO-3 the step is the pipeline, then the gradient sync and the optimizer.
     EXPECT_NEAR(pipeline.step_s, e.time.step_s - e.time.dp_comm_s - e.time.optimizer_s, 1e-9 * e.time.step_s)
         << text;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "giant/planner/cost_model.h"
+#include "giant/planner/model_layout.h"
 #include "giant/planner/plan_report.h"
 #include "giant/planner/search.h"
 
@@ -72,7 +73,7 @@ TEST(Search, EveryReturnedPlanFitsAndIsRanked) {
   for (size_t i = 0; i < r.best.size(); ++i) {
     EXPECT_TRUE(r.best[i].fits);
     EXPECT_LE(r.best[i].memory.total(), c.device.usable_memory());
-    EXPECT_TRUE(r.best[i].layout.why_invalid(m, c.devices()).empty());
+    EXPECT_TRUE(why_invalid(r.best[i].layout, m, c.devices()).empty());
     if (i) {
       EXPECT_LE(r.best[i - 1].time.step_s, r.best[i].time.step_s);
     }

@@ -1,8 +1,8 @@
-// Presets, TOML in and out, layout strings, and their errors.
+// Presets, TOML in and out, whether a layout runs a model, and their errors.
 #include <gtest/gtest.h>
 
 #include "giant/base/error.h"
-#include "giant/planner/layout.h"
+#include "giant/planner/model_layout.h"
 #include "giant/planner/spec_toml.h"
 
 namespace giant::planner {
@@ -207,30 +207,18 @@ TEST(Toml, BadPerPrecisionKeysNameThemselves) {
             std::string::npos);  // the error lists the tables there are
 }
 
-TEST(LayoutText, ParseAndValidate) {
-  const LayoutFilter f = parse_layout_filter("tp=4,pp=4,dp=2,mb=2,schedule=interleaved,v=2,zero=1,recompute=full,sp=1,placement=dp<tp<pp");
-  EXPECT_EQ(*f.tp, 4);
-  EXPECT_EQ(*f.micro_batch, 2);
-  EXPECT_EQ(*f.schedule, Schedule::interleaved);
-  EXPECT_EQ(*f.recompute, Recompute::full);
-  EXPECT_TRUE(*f.sequence_parallel);
-  EXPECT_EQ((*f.order)[0], Axis::dp);
-  EXPECT_NE(error_of([] { parse_layout_filter("tp=4,xx=2"); }).find("--layout xx"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_layout_filter("tp=four"); }).find("--layout tp"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_layout_filter("schedule=zb"); }).find("--layout schedule"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_layout_filter("placement=tp<tp<pp"); }).find("placement"), std::string::npos);
-
+TEST(LayoutText, Validate) {  // the text itself: tests/layout/test_layout.cc
   const ModelSpec m = model_preset("gpt-13b");
   Layout l;
   l.tp = 3;
-  EXPECT_NE(l.why_invalid(m, 3).find("heads"), std::string::npos);
+  EXPECT_NE(why_invalid(l, m, 3).find("heads"), std::string::npos);
   l.tp = 4, l.pp = 2, l.dp = 2, l.zero = 2;
-  EXPECT_NE(l.why_invalid(m, 16).find("ZeRO-2"), std::string::npos);
+  EXPECT_NE(why_invalid(l, m, 16).find("ZeRO-2"), std::string::npos);
   l.zero = 3;  // giant's ZeRO-3 composes with pipelines
-  EXPECT_TRUE(l.why_invalid(m, 16).empty());
+  EXPECT_TRUE(why_invalid(l, m, 16).empty());
   l.zero = 1;
-  EXPECT_TRUE(l.why_invalid(m, 16).empty());
-  EXPECT_NE(l.why_invalid(m, 32).find("32 devices"), std::string::npos);
+  EXPECT_TRUE(why_invalid(l, m, 16).empty());
+  EXPECT_NE(why_invalid(l, m, 32).find("32 devices"), std::string::npos);
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ int64_t parameter_count(const test::RankResult& rank) {
   return count;
 }
 
-planner::RunPrecision precision_of(const RunConfig& config) {
+RunPrecision precision_of(const RunConfig& config) {
   return {config.train.precision, config.train.grad_dtype};
 }
 
@@ -115,7 +115,7 @@ class ModelStateTest : public ::testing::Test {
   void expect_formula(const Layout& layout, double gathered_parameters = 0) {
     const RunConfig config = runner_.config(layout);
     const RunResult result = runner_.run(layout);
-    const planner::RunPrecision precision = precision_of(config);
+    const RunPrecision precision = precision_of(config);
     const double formula = planner::model_state_bytes_per_parameter(layout.zero, layout.dp, precision);
     for (const auto& rank : result.ranks) {
       const MemoryUse& peak = rank.summary.memory_peak;

@@ -60,17 +60,17 @@ TEST(PlannedCommand, TrainRunsTheLayoutsPlanRecommends) {
 TEST(PlannedCommand, TheMeshPlacesRanksAsThePlannerSaysTrainDoes) {
   for (const parallel::MeshShape shape : {parallel::MeshShape{2, 3, 4}, parallel::MeshShape{1, 2, 2},
                                           parallel::MeshShape{4, 1, 2}, parallel::MeshShape{3, 2, 1}}) {
-    planner::Layout layout;
+    Layout layout;
     layout.dp = shape.dp;
     layout.pp = shape.pp;
     layout.tp = shape.tp;
-    layout.order = planner::kTrainPlacement;
-    EXPECT_EQ(planner::why_train_cannot_run(layout), "");
+    layout.order = kTrainPlacement;
+    EXPECT_EQ(why_train_cannot_run(layout), "");
     for (int dp = 0; dp < shape.dp; ++dp) {
       for (int pp = 0; pp < shape.pp; ++pp) {
         for (int tp = 0; tp < shape.tp; ++tp) {
-          const int planned = dp * layout.stride_of(planner::Axis::dp) + pp * layout.stride_of(planner::Axis::pp) +
-                              tp * layout.stride_of(planner::Axis::tp);
+          const int planned = dp * layout.stride_of(Axis::dp) + pp * layout.stride_of(Axis::pp) +
+                              tp * layout.stride_of(Axis::tp);
           EXPECT_EQ(parallel::Mesh::rank_of(shape, dp, pp, tp), planned) << layout.describe();
         }
       }

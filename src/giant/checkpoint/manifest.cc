@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "giant/layout/layout.h"
+
 namespace giant::checkpoint {
 namespace {
 
@@ -130,7 +132,7 @@ SavedLayout layout_from(const Fields& f) {
   l.tp = f.integer("tp", 1, 1 << 24);
   l.pp = f.integer("pp", 1, 1 << 24);
   l.virtual_stages = f.integer("virtual_stages", 1, 1 << 16);
-  l.zero = f.integer("zero", 0, 3);
+  l.zero = f.integer("zero", 0, kMaxZeroStage);
   l.schedule = f.text("schedule");
   l.partition = f.text("partition");
   l.precision = f.text("precision");

@@ -8,7 +8,7 @@
 
 namespace giant::models {
 
-parallel::LayerList gpt_layer_list(const GptConfig& config, planner::Recompute recompute) {
+parallel::LayerList gpt_layer_list(const GptConfig& config, Recompute recompute) {
   config.validate();
   parallel::LayerList list;
   // Counts are of the unsplit layers.

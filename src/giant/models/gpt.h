@@ -5,16 +5,16 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "giant/layout/layout.h"
 #include "giant/models/gpt_config.h"
 #include "giant/parallel/layer_list.h"
-#include "giant/planner/layout.h"
 
 namespace giant::models {
 
 // "embedding", "block.0" ... "block.{L-1}", "final_norm", "head"; the
 // blocks recompute activations in training as `recompute` says.
 parallel::LayerList gpt_layer_list(const GptConfig& config,
-                                   planner::Recompute recompute = planner::Recompute::none);
+                                   Recompute recompute = Recompute::none);
 
 // The token embedding's weight, held by the embedding, and the head's copy
 // of it when the head is built in another process (another pipeline stage).

@@ -45,7 +45,7 @@ torch::Tensor GptEmbeddingImpl::forward_from(const torch::Tensor& tokens, int64_
 }
 
 GptBlockImpl::GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context,
-                           planner::Recompute recompute)
+                           Recompute recompute)
     : hidden_(config.hidden),
       local_heads_(config.heads / context.tp().size),
       dropout_(config.dropout),
@@ -69,10 +69,10 @@ GptBlockImpl::GptBlockImpl(const GptConfig& config, const parallel::LayerContext
 
 torch::Tensor GptBlockImpl::forward(torch::Tensor x) {
   const bool training = is_training();
-  if (training && recompute_ == planner::Recompute::full) {
+  if (training && recompute_ == Recompute::full) {
     return recompute([this](const torch::Tensor& input) { return forward_with(input, true, false); }, x);
   }
-  return forward_with(x, training, training && recompute_ == planner::Recompute::selective);
+  return forward_with(x, training, training && recompute_ == Recompute::selective);
 }
 
 torch::Tensor GptBlockImpl::forward_with(const torch::Tensor& input, bool training, bool recompute_attention) {

@@ -5,10 +5,10 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include "giant/layout/layout.h"
 #include "giant/models/gpt_config.h"
 #include "giant/parallel/layer_list.h"
 #include "giant/parallel/tensor_parallel/layers.h"
-#include "giant/planner/layout.h"
 
 namespace giant::models {
 
@@ -47,7 +47,7 @@ TORCH_MODULE(GptEmbedding);
 class GptBlockImpl : public torch::nn::Module {
  public:
   GptBlockImpl(const GptConfig& config, const parallel::LayerContext& context,
-               planner::Recompute recompute = planner::Recompute::none);
+               Recompute recompute = Recompute::none);
   torch::Tensor forward(torch::Tensor x);
   // A chunk of new positions after those in `cache` (which it extends), as
   // forward computes them in the whole sequence; without dropout.
@@ -61,7 +61,7 @@ class GptBlockImpl : public torch::nn::Module {
 
   int64_t hidden_, local_heads_;
   double dropout_;
-  planner::Recompute recompute_;
+  Recompute recompute_;
   const char* gelu_approximation_;  // torch::gelu's: "none" (erf) or "tanh"
   torch::Tensor ln1_weight_, ln1_bias_, ln2_weight_, ln2_bias_;
   parallel::ColumnParallelLinear qkv_{nullptr}, fc1_{nullptr};

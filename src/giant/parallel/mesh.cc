@@ -4,6 +4,12 @@
 
 namespace giant::parallel {
 
+MeshShape mesh_shape_of(const Layout& layout) {
+  GIANT_CHECK(layout.order == kTrainPlacement, "a mesh places ranks ", Layout{}.placement(), ", not ",
+              layout.placement());
+  return {layout.dp, layout.pp, layout.tp};
+}
+
 Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape)
     : shape_(shape), world_(std::move(world)) {
   GIANT_CHECK(world_ != nullptr, "a mesh needs a world communicator");

@@ -1,13 +1,15 @@
 // Ranks laid out as (dp, pp, tp), one communicator per axis.
 //
-// The default order keeps tensor parallelism fastest, so a tp group is made
-// of neighbouring ranks (on one host under the usual launchers), and pipeline
-// stages slowest: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
+// The order is kTrainPlacement (layout/layout.h): tensor parallelism
+// fastest, so a tp group is made of neighbouring ranks (on one host under
+// the usual launchers), and pipeline stages slowest:
+// rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
 #pragma once
 
 #include <memory>
 
 #include "giant/ccl/communicator.h"
+#include "giant/layout/layout.h"
 
 namespace giant::parallel {
 
@@ -15,6 +17,10 @@ struct MeshShape {
   int dp = 1, pp = 1, tp = 1;
   int size() const { return dp * pp * tp; }
 };
+
+// The mesh of a layout placed as kTrainPlacement (GIANT_CHECK), the only
+// placement a mesh has.
+MeshShape mesh_shape_of(const Layout& layout);
 
 class Mesh {
  public:

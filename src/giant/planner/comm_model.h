@@ -3,7 +3,7 @@
 #pragma once
 
 #include "giant/planner/cluster_spec.h"
-#include "giant/planner/layout.h"
+#include "giant/layout/layout.h"
 
 namespace giant::planner {
 

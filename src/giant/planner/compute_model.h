@@ -4,7 +4,7 @@
 #pragma once
 
 #include "giant/planner/cluster_spec.h"
-#include "giant/planner/layout.h"
+#include "giant/layout/layout.h"
 #include "giant/planner/model_spec.h"
 #include "giant/planner/run_precision.h"
 

@@ -150,7 +150,7 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   e.fits = e.memory.total() <= e.usable_memory_bytes;
 
   const int p = l.pp, v = l.virtual_stages;
-  const int64_t micro_batches = l.micro_batches(m);
+  const int64_t micro_batches = l.micro_batches(m.global_batch);
   const GroupLink pp_link = group_link(c, l, Axis::pp);
   const GroupLink dp_link = group_link(c, l, Axis::dp);
   const StageTimes stages = stage_times(m, c, l, precision, options.engine);
@@ -161,7 +161,7 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
     // Sends and receives take no rank time, so the compute lists give the
     // lowered schedule's times (test_schedule checks it) at a third of the
     // work and memory: the search simulates hundreds of layouts.
-    const PipelineSchedule schedule = generate_schedule({l.schedule, p, v, micro_batches});
+    const PipelineSchedule schedule = generate_schedule(pipeline_shape(l, micro_batches));
     SimulationOptions step_only;
     step_only.timeline = false;
     makespan = simulate_schedule(schedule, costs, step_only).step_s;

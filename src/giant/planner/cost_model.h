@@ -7,11 +7,11 @@
 #include <string>
 
 #include "giant/planner/cluster_spec.h"
-#include "giant/planner/layout.h"
+#include "giant/layout/layout.h"
 #include "giant/planner/memory_model.h"
 #include "giant/planner/model_spec.h"
 #include "giant/planner/run_precision.h"
-#include "giant/planner/schedule.h"
+#include "giant/planner/schedule_simulate.h"
 
 namespace giant::planner {
 
@@ -46,7 +46,7 @@ struct CostOptions {
 };
 
 // `cluster` must be resolved (ClusterSpec::resolved) and the layout valid
-// for the model (Layout::why_invalid empty).
+// for the model (why_invalid empty, planner/model_layout.h).
 Estimate estimate_layout(const ModelSpec& model, const ClusterSpec& cluster, const Layout& layout,
                          const CostOptions& options = {});
 

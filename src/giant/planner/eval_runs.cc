@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "giant/base/error.h"
+#include "giant/planner/model_layout.h"
 #include "giant/planner/search.h"
 
 namespace giant::planner {
@@ -90,7 +91,7 @@ std::string why_no_layout(const ModelSpec& model, const LayoutFilter& published,
   layout.micro_batch = published.micro_batch.value_or(1);
   layout.zero = published.zero.value_or(0);
   layout.sequence_parallel = published.sequence_parallel.value_or(false);
-  const std::string why = layout.why_invalid(model, devices);
+  const std::string why = why_invalid(layout, model, devices);
   return "no valid layout with tp=" + std::to_string(layout.tp) + " pp=" + std::to_string(layout.pp) +
          " dp=" + std::to_string(layout.dp) + ": " +
          (why.empty() ? "tp must divide heads and ffn, pp x v the layers, dp x mb the global batch" : why);

@@ -15,7 +15,7 @@
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/cost_model.h"
 #include "giant/planner/efficiency_constants.h"
-#include "giant/planner/layout.h"
+#include "giant/layout/layout.h"
 #include "giant/planner/model_spec.h"
 
 namespace giant::planner {

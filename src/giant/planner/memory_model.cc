@@ -88,7 +88,7 @@ MemoryBreakdown stage_memory(const ModelSpec& m, const Layout& l, const RunPreci
   const double working = l.recompute == Recompute::full
                              ? layer_activation_bytes(m, b, l.tp, l.sequence_parallel, Recompute::none, element)
                              : 0;
-  const double in_flight = in_flight_micro_batches(l, l.micro_batches(m), stage);
+  const double in_flight = in_flight_micro_batches(l, l.micro_batches(m.global_batch), stage);
   mem.activations = in_flight * blocks * kept + working;
   // Logits in the compute dtype plus the fp32 softmax the loss keeps, vocabulary split by tp.
   if (last) mem.logits = static_cast<double>(m.seq_len) * b * m.vocab / t * (element + 4);

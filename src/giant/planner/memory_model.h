@@ -3,7 +3,7 @@
 // (Korthikanti et al. 2022); see ../shared/reference/README.md.
 #pragma once
 
-#include "giant/planner/layout.h"
+#include "giant/layout/layout.h"
 #include "giant/planner/model_spec.h"
 #include "giant/planner/run_precision.h"
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "giant/planner/memory_model.h"
-#include "giant/planner/schedule.h"
+#include "giant/planner/schedule_simulate.h"
 #include "giant/planner/train_command_line.h"
 
 namespace giant::planner {
@@ -143,11 +143,7 @@ void print_plans_json(const ModelSpec& m, const ClusterSpec& c, const SearchResu
 
 void print_plan_schedule(const ModelSpec& m, const ClusterSpec& c, const Estimate& plan, std::ostream& out) {
   const Layout& l = plan.layout;
-  PipelineShape shape;
-  shape.schedule = l.schedule;
-  shape.pp = l.pp;
-  shape.virtual_stages = l.virtual_stages;
-  shape.micro_batches = l.micro_batches(m);
+  const PipelineShape shape = pipeline_shape(l, l.micro_batches(m.global_batch));
   const PipelineSchedule schedule = lower_communication(generate_schedule(shape));
   CostOptions options;
   options.precision = plan.precision;

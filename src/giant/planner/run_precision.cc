@@ -2,11 +2,6 @@
 
 namespace giant::planner {
 
-std::string RunPrecision::describe() const {
-  if (compute == gradients) return precision_name(compute);
-  return std::string(precision_name(compute)) + " (gradients " + precision_name(gradients) + ")";
-}
-
 RunPrecision default_run_precision(const DeviceSpec& device) {
   const Precision p = device.default_precision();
   return RunPrecision{p, p};

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "giant/base/error.h"
-#include "giant/planner/schedule.h"
+#include "giant/planner/schedule_simulate.h"
 
 namespace giant::planner {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "giant/base/error.h"
-#include "giant/planner/schedule.h"
+#include "giant/planner/schedule_simulate.h"
 
 namespace giant::planner {
 
@@ -207,6 +207,20 @@ SimulationResult simulate_schedule(const PipelineSchedule& lowered, const Action
               "expected forward and backward costs for ", stages, " stages, got ", costs.forward_s.size(), " and ",
               costs.backward_s.size());
   return Simulator(lowered, costs, options.timeline).run();
+}
+
+ActionCosts ActionCosts::uniform(int stages, double forward_s, double backward_s, double transfer_s) {
+  ActionCosts c;
+  c.forward_s.assign(static_cast<size_t>(stages), forward_s);
+  c.backward_s.assign(static_cast<size_t>(stages), backward_s);
+  c.transfer_s = transfer_s;
+  return c;
+}
+
+double pipeline_closed_form_s(int p, int v, int64_t m, Schedule schedule, double f, double b) {
+  const double per_micro = f + b;
+  if (schedule == Schedule::interleaved) return m * per_micro + (p - 1) * per_micro / v;
+  return (m + p - 1) * per_micro;
 }
 
 }  // namespace giant::planner

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "giant/base/error.h"
+#include "giant/planner/model_layout.h"
 #include "giant/planner/plan_report.h"
 
 namespace giant::planner {
@@ -72,7 +73,7 @@ void for_each_layout(const ModelSpec& m, int devices, const SearchOptions& o, Fn
                 base.sequence_parallel = sp;
                 for (const auto& order : distinct_orders(base)) {
                   base.order = order;
-                  if (!f.accepts(base) || !base.why_invalid(m, devices).empty()) continue;
+                  if (!f.accepts(base) || !why_invalid(base, m, devices).empty()) continue;
                   if (o.train_runs_only && !why_train_cannot_run(base).empty()) continue;
                   fn(base);
                 }

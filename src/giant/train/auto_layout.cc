@@ -49,7 +49,7 @@ std::string choose_layout(RunConfig& config, int world_size) {
   config.parallel.dp = best.layout.dp;
   config.parallel.tp = best.layout.tp;
   config.parallel.pp = best.layout.pp;
-  config.parallel.schedule = planner::schedule_name(best.layout.schedule);
+  config.parallel.schedule = schedule_name(best.layout.schedule);
   config.parallel.virtual_stages = best.layout.virtual_stages;
   config.train.micro_batch = best.layout.micro_batch;
   config.parallel.automatic = false;

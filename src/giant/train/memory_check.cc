@@ -7,6 +7,7 @@
 
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
+#include "giant/planner/model_layout.h"
 
 namespace giant::train {
 
@@ -29,7 +30,7 @@ double predicted_bytes(const RunConfig& c) {
 // planner's rules, and the vocabulary split over tp).
 bool runnable(const RunConfig& c, int world_size) {
   if (c.model.padded_vocab() % c.parallel.tp != 0) return false;
-  return planner_layout(c).why_invalid(planner_model(c), world_size).empty();
+  return planner::why_invalid(planner_layout(c), planner_model(c), world_size).empty();
 }
 
 struct Candidate {
@@ -43,10 +44,10 @@ std::vector<Candidate> candidates(const RunConfig& c, int world_size) {
     for (int64_t zero = c.parallel.zero + 1; zero <= 3; ++zero)
       out.push_back({"parallel.zero", "parallel.zero = " + std::to_string(zero),
                      [zero](RunConfig& r) { r.parallel.zero = zero; }});
-  const planner::Recompute now = c.train.recompute;
-  for (planner::Recompute r : {planner::Recompute::selective, planner::Recompute::full})
+  const Recompute now = c.train.recompute;
+  for (Recompute r : {Recompute::selective, Recompute::full})
     if (static_cast<int>(r) > static_cast<int>(now))
-      out.push_back({"train.recompute", std::string("train.recompute = \"") + planner::recompute_name(r) + "\"",
+      out.push_back({"train.recompute", std::string("train.recompute = \"") + recompute_name(r) + "\"",
                      [r](RunConfig& x) { x.train.recompute = r; }});
   for (int64_t mb = c.train.micro_batch - 1; mb >= 1; --mb)
     out.push_back({"train.micro_batch", "train.micro_batch = " + std::to_string(mb),
@@ -71,7 +72,7 @@ std::vector<Candidate> candidates(const RunConfig& c, int world_size) {
                      "train.recompute = \"full\", train.micro_batch = 1",
                  [](RunConfig& r) {
                    if (r.parallel.dp > 1) r.parallel.zero = 3;
-                   r.train.recompute = planner::Recompute::full;
+                   r.train.recompute = Recompute::full;
                    r.train.micro_batch = 1;
                  }});
   return out;
@@ -127,22 +128,22 @@ planner::ModelSpec planner_model(const RunConfig& c) {
   return model;
 }
 
-planner::Layout planner_layout(const RunConfig& c) {
-  planner::Layout l;
+Layout planner_layout(const RunConfig& c) {
+  Layout l;
   l.dp = static_cast<int>(c.parallel.dp);
   l.tp = static_cast<int>(c.parallel.tp);
   l.pp = static_cast<int>(c.parallel.pp);
   l.micro_batch = static_cast<int>(c.train.micro_batch);
-  l.schedule = c.parallel.pp > 1 ? planner::parse_schedule(c.parallel.schedule) : planner::Schedule::one_f_one_b;
-  l.virtual_stages = l.schedule == planner::Schedule::interleaved ? static_cast<int>(c.parallel.virtual_stages) : 1;
+  l.schedule = c.parallel.pp > 1 ? parse_schedule(c.parallel.schedule) : Schedule::one_f_one_b;
+  l.virtual_stages = l.schedule == Schedule::interleaved ? static_cast<int>(c.parallel.virtual_stages) : 1;
   l.zero = static_cast<int>(c.parallel.zero);
   l.recompute = c.train.recompute;
-  l.order = planner::kTrainPlacement;  // the mesh's (parallel/mesh.h)
+  l.order = kTrainPlacement;  // the mesh's (parallel/mesh.h)
   return l;
 }
 
-planner::RunPrecision planner_precision(const RunConfig& c) {
-  return planner::RunPrecision{c.train.precision, c.train.grad_dtype};
+RunPrecision planner_precision(const RunConfig& c) {
+  return RunPrecision{c.train.precision, c.train.grad_dtype};
 }
 
 planner::ZeroEngine planner_engine(const RunConfig& c) {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "giant/planner/layout.h"
+#include "giant/layout/layout.h"
 #include "giant/planner/memory_model.h"
 #include "giant/planner/model_spec.h"
 #include "giant/planner/run_precision.h"
@@ -15,9 +15,11 @@
 namespace giant::train {
 
 // What the planner sees of the run: its model, layout, dtypes and engine.
+// planner_layout is the one reading of the parallel.* and train.* keys as a
+// Layout (the mesh takes its shape from it too).
 planner::ModelSpec planner_model(const RunConfig& config);
-planner::Layout planner_layout(const RunConfig& config);
-planner::RunPrecision planner_precision(const RunConfig& config);  // train.precision must be resolved
+Layout planner_layout(const RunConfig& config);
+RunPrecision planner_precision(const RunConfig& config);  // train.precision must be resolved
 planner::ZeroEngine planner_engine(const RunConfig& config);
 
 struct MemoryCheck {

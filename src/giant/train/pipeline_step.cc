@@ -12,13 +12,13 @@
 
 namespace giant::train {
 
-planner::PipelineShape pipeline_shape_of(const RunConfig& config) {
-  planner::PipelineShape shape;
-  shape.schedule = planner::parse_schedule(config.parallel.schedule);
+PipelineShape pipeline_shape_of(const RunConfig& config) {
+  PipelineShape shape;
+  shape.schedule = parse_schedule(config.parallel.schedule);
   shape.pp = static_cast<int>(config.parallel.pp);
   shape.virtual_stages = static_cast<int>(config.parallel.virtual_stages);
   shape.micro_batches = config.train.micro_batches(config.parallel.dp);
-  planner::check_pipeline_shape(shape);
+  check_pipeline_shape(shape);
   return shape;
 }
 
@@ -28,7 +28,7 @@ PipelineStepExecutor::PipelineStepExecutor(const RunConfig& config, StepParts pa
     : parts_(std::move(parts)),
       pp_(pp),
       shape_(pipeline_shape_of(config)),
-      schedule_(planner::lower_communication(planner::generate_schedule(shape_))),
+      schedule_(lower_communication(generate_schedule(shape_))),
       stages_(std::move(stages)),
       chunks_(std::move(chunks)),
       tied_(std::move(tied)),
@@ -36,7 +36,7 @@ PipelineStepExecutor::PipelineStepExecutor(const RunConfig& config, StepParts pa
       micro_batch_(config.train.micro_batch),
       seq_len_(config.model.seq_len),
       hidden_(config.model.hidden) {
-  planner::validate_schedule(schedule_);
+  validate_schedule(schedule_);
   std::vector<parallel::PipelineChunk> pipeline_chunks;
   for (size_t c = 0; c < chunks_.size(); ++c) {
     parallel::LayerStack stack = chunks_[c];
@@ -99,10 +99,9 @@ StepLoss PipelineStepExecutor::train_step(int64_t step, double loss_scale, StepR
 }
 
 double PipelineStepExecutor::evaluate(int64_t batches) {
-  planner::PipelineShape shape = shape_;
+  PipelineShape shape = shape_;
   shape.micro_batches = batches;
-  const planner::PipelineSchedule forward_only =
-      planner::lower_communication(planner::generate_forward_only(shape));
+  const PipelineSchedule forward_only = lower_communication(generate_forward_only(shape));
   parallel::PipelineStepFunctions functions;
   functions.input = [&](int64_t b) { return parts_.batches->validation(b).inputs; };
   functions.loss = [&](int64_t b, const at::Tensor& logits) {
@@ -114,10 +113,9 @@ double PipelineStepExecutor::evaluate(int64_t batches) {
 }
 
 NextLogits PipelineStepExecutor::next_logits(int64_t padded_vocab) {
-  planner::PipelineShape shape = shape_;
+  PipelineShape shape = shape_;
   shape.micro_batches = 1;
-  auto forward_only = std::make_shared<const planner::PipelineSchedule>(
-      planner::lower_communication(planner::generate_forward_only(shape)));
+  auto forward_only = std::make_shared<const PipelineSchedule>(lower_communication(generate_forward_only(shape)));
   return [this, padded_vocab, forward_only](const at::Tensor& context) {
     at::Tensor logits = torch::zeros({padded_vocab}, torch::kFloat);
     parallel::PipelineStepFunctions functions;

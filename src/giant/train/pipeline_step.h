@@ -1,5 +1,5 @@
 // The step of one pipeline rank: its stages' forwards and backwards in the
-// order of the run's schedule (planner/schedule.h), run by
+// order of the run's schedule (layout/schedule.h), run by
 // parallel::PipelineExecutor; then the tied embedding's gradient is summed
 // between the first and the last stage.
 #pragma once
@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "giant/layout/schedule.h"
 #include "giant/parallel/pipeline/executor.h"
-#include "giant/planner/schedule.h"
 #include "giant/train/generate.h"
 #include "giant/train/run_config.h"
 #include "giant/train/step_executor.h"
@@ -40,7 +40,7 @@ class PipelineStepExecutor : public StepExecutor {
   bool holds_loss() const override { return holds_loss_; }
   void set_training(bool training) override;
 
-  const planner::PipelineSchedule& schedule() const { return schedule_; }
+  const PipelineSchedule& schedule() const { return schedule_; }
   // The next-token logits of the whole pipeline (padded_vocab entries, on
   // every rank): a forward-only run of one sequence, the last stage's
   // logits gathered over tp and shared over the pipeline.
@@ -51,8 +51,8 @@ class PipelineStepExecutor : public StepExecutor {
 
   StepParts parts_;
   ccl::Communicator& pp_;
-  planner::PipelineShape shape_;
-  planner::PipelineSchedule schedule_;  // lowered
+  PipelineShape shape_;
+  PipelineSchedule schedule_;  // lowered
   std::vector<int> stages_;
   std::vector<parallel::LayerStack> chunks_;
   std::unique_ptr<parallel::PipelineExecutor> executor_;
@@ -64,6 +64,6 @@ class PipelineStepExecutor : public StepExecutor {
 
 // The pipeline shape of a run (its schedule, pp, virtual stages and
 // micro-batches per step), checked: ConfigError naming the key.
-planner::PipelineShape pipeline_shape_of(const RunConfig& config);
+PipelineShape pipeline_shape_of(const RunConfig& config);
 
 }  // namespace giant::train

@@ -16,8 +16,8 @@
 
 #include "giant/base/precision.h"
 #include "giant/base/tunables.h"
+#include "giant/layout/layout.h"
 #include "giant/models/gpt_config.h"
-#include "giant/planner/layout.h"
 
 namespace giant::train {
 
@@ -58,7 +58,7 @@ struct TrainSettings {
   Precision precision = Precision::fp32;
   bool precision_auto = true;
   Precision grad_dtype = Precision::fp32;  // gradient accumulation and the dp reduction
-  planner::Recompute recompute = planner::Recompute::none;
+  Recompute recompute = Recompute::none;
   double memory_limit_gb = 0;  // 0: the host's physical memory shared by the ranks
   LossScaling loss_scaling = LossScaling::automatic;
   double loss_scale_initial = 65536;

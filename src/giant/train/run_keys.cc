@@ -294,9 +294,9 @@ void check_batch_split(RunConfig& c) {
 
 void add_step_keys(std::vector<RunKey>& keys) {
   using T = TrainSettings;
-  const Names<planner::Recompute> recomputes = {{"none", planner::Recompute::none},
-                                                {"selective", planner::Recompute::selective},
-                                                {"full", planner::Recompute::full}};
+  const Names<Recompute> recomputes = {{"none", Recompute::none},
+                                                {"selective", Recompute::selective},
+                                                {"full", Recompute::full}};
   keys.push_back(choice("train.recompute", in_train(&T::recompute), recomputes,
                         "activation recomputation: none, selective (the attention core is recomputed in backward) or "
                         "full (each block keeps only its input and runs its forward again in backward)"));

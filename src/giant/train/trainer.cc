@@ -234,8 +234,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
                                          s.tokenizer->name() + "' has " +
                                          std::to_string(s.tokenizer->vocab_size()) + " tokens");
   }
-  const parallel::MeshShape shape{static_cast<int>(c.parallel.dp), static_cast<int>(c.parallel.pp),
-                                  static_cast<int>(c.parallel.tp)};
+  const parallel::MeshShape shape = parallel::mesh_shape_of(planner_layout(c));
   // The data is checked before the mesh's collective work starts.
   const int dp_rank = world ? parallel::Mesh::coordinates_of(shape, world->rank()).dp : 0;
   data::DatasetOptions data_options{c.data.path, c.data.paths, c.data.val_fraction, c.model.seq_len,

@@ -24,13 +24,10 @@ uint32_t pipeline_tag(bool gradient, int consumer_stage, int64_t micro_batch) {
 
 namespace {
 
-using planner::Action;
-using planner::ActionKind;
-
 // One step of one rank: what is in flight between its actions.
 class StepRun {
  public:
-  StepRun(ccl::Communicator& comm, const std::vector<PipelineChunk>& chunks, const planner::PipelineShape& shape,
+  StepRun(ccl::Communicator& comm, const std::vector<PipelineChunk>& chunks, const PipelineShape& shape,
           const PipelineStepFunctions& functions, at::IntArrayRef activation_shape,
           const at::TensorOptions& options, double loss_factor, bool with_backward)
       : comm_(comm), chunks_(chunks), shape_(shape), functions_(functions),
@@ -59,7 +56,7 @@ class StepRun {
         backward(action);
         break;
       case ActionKind::weight_gradient:
-        throw Error("the pipeline executor runs no weight-gradient actions yet (" + planner::describe(action) + ")");
+        throw Error("the pipeline executor runs no weight-gradient actions yet (" + describe(action) + ")");
     }
   }
 
@@ -105,7 +102,7 @@ class StepRun {
     received.work = ccl::recv(comm_, options);
     auto& into = gradient ? gradients_in_ : receives_;
     GIANT_CHECK(into.emplace(Key{action.stage, action.micro_batch}, std::move(received)).second,
-                "received twice: ", planner::describe(action));
+                "received twice: ", describe(action));
   }
 
   at::Tensor take_received(std::map<Key, Received>& from, int stage, int64_t micro_batch, const char* what) {
@@ -154,9 +151,9 @@ class StepRun {
   }
 
   void backward(const Action& action) {
-    GIANT_CHECK(with_backward_, "a backward in a forward-only run: ", planner::describe(action));
+    GIANT_CHECK(with_backward_, "a backward in a forward-only run: ", describe(action));
     auto found = entries_.find({action.stage, action.micro_batch});
-    GIANT_CHECK(found != entries_.end(), "backward before forward: ", planner::describe(action));
+    GIANT_CHECK(found != entries_.end(), "backward before forward: ", describe(action));
     Entry entry = std::move(found->second);
     entries_.erase(found);
     if (functions_.before_backward) functions_.before_backward(action.stage, action.micro_batch);
@@ -186,13 +183,13 @@ class StepRun {
     const Key key{action.stage, action.micro_batch};
     if (gradient) {
       auto found = input_gradients_.find(key);
-      GIANT_CHECK(found != input_gradients_.end(), "sent before its backward: ", planner::describe(action));
+      GIANT_CHECK(found != input_gradients_.end(), "sent before its backward: ", describe(action));
       sent.buffer = std::move(found->second);
       input_gradients_.erase(found);
     } else {
       auto found = entries_.find(key);
       GIANT_CHECK(found != entries_.end() && found->second.output.defined(),
-                  "sent before its forward: ", planner::describe(action));
+                  "sent before its forward: ", describe(action));
       at::Tensor& output = found->second.output;
       sent.buffer = output.contiguous();
       // Backward needs only the output's graph: its data can go once sent
@@ -227,7 +224,7 @@ class StepRun {
 
   ccl::Communicator& comm_;
   const std::vector<PipelineChunk>& chunks_;
-  const planner::PipelineShape& shape_;
+  const PipelineShape& shape_;
   const PipelineStepFunctions& functions_;
   std::vector<int64_t> activation_shape_;
   at::TensorOptions options_;
@@ -248,7 +245,7 @@ PipelineExecutor::PipelineExecutor(ccl::Communicator& comm, std::vector<Pipeline
   GIANT_CHECK(!chunks_.empty(), "a pipeline rank needs at least one stage");
 }
 
-PipelineStepResult PipelineExecutor::run(const planner::PipelineSchedule& lowered,
+PipelineStepResult PipelineExecutor::run(const PipelineSchedule& lowered,
                                          const PipelineStepFunctions& functions,
                                          at::IntArrayRef activation_shape,
                                          const at::TensorOptions& activation_options, double loss_factor) {

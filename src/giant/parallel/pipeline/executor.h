@@ -1,4 +1,4 @@
-// Runs one pipeline rank's part of a schedule (planner/schedule.h): its
+// Runs one pipeline rank's part of a schedule (layout/schedule.h): its
 // stages' forwards and backwards in the schedule's order, activations and
 // their gradients sent point to point over a communicator of the pipeline
 // group alone (rank = pp rank).
@@ -17,7 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "giant/planner/schedule.h"
+#include "giant/layout/schedule.h"
 
 namespace giant::ccl {
 class Communicator;
@@ -57,7 +57,7 @@ class PipelineExecutor {
   // Runs this rank's actions of a lowered schedule. Forward-only schedules
   // run without autograd. Before backward, each loss is multiplied by
   // `loss_factor` (the loss scale over the micro-batch count).
-  PipelineStepResult run(const planner::PipelineSchedule& lowered, const PipelineStepFunctions& functions,
+  PipelineStepResult run(const PipelineSchedule& lowered, const PipelineStepFunctions& functions,
                          at::IntArrayRef activation_shape, const at::TensorOptions& activation_options,
                          double loss_factor = 1.0);
 

@@ -1,12 +1,11 @@
-#include "giant/planner/layout.h"
+#include "giant/layout/layout.h"
 
 #include <algorithm>
 #include <sstream>
 
 #include "giant/base/error.h"
-#include "giant/planner/memory_model.h"
 
-namespace giant::planner {
+namespace giant {
 
 const char* schedule_name(Schedule s) {
   switch (s) {
@@ -86,28 +85,6 @@ std::string Layout::describe() const {
   return out.str();
 }
 
-std::string Layout::why_invalid(const ModelSpec& m, int devices) const {
-  std::ostringstream why;
-  if (dp < 1 || tp < 1 || pp < 1 || micro_batch < 1) why << "every size must be at least 1";
-  else if (devices > 0 && dp * tp * pp != devices)
-    why << "tp x pp x dp = " << dp * tp * pp << " but the cluster has " << devices << " devices";
-  else if (m.heads % tp != 0) why << "tp=" << tp << " does not divide heads=" << m.heads;
-  else if (m.ffn_size() % tp != 0) why << "tp=" << tp << " does not divide ffn=" << m.ffn_size();
-  else if (!stage_blocks_divide(m, pp, virtual_stages))
-    why << "pp x v = " << pp * virtual_stages << " does not divide layers=" << m.layers
-        << (virtual_stages == 1 ? " (nor layers + 2, the embedding and the head counting as one each)" : "");
-  else if (m.global_batch % (int64_t{dp} * micro_batch) != 0)
-    why << "dp x mb = " << dp * micro_batch << " does not divide global_batch=" << m.global_batch;
-  else if (zero < 0 || zero > 3) why << "zero must be 0..3";
-  else if (pp > 1 && zero == 2) why << "ZeRO-2 shards gradients a pipeline accumulates over micro-batches";
-  else if (sequence_parallel && tp == 1) why << "sequence parallel needs tp > 1";
-  else if (schedule == Schedule::interleaved) {
-    if (pp == 1 || virtual_stages < 2) why << "interleaved needs pp > 1 and v >= 2";
-    else if (micro_batches(m) % pp != 0) why << "interleaved needs the micro-batch count to be a multiple of pp";
-  } else if (virtual_stages != 1) why << "v > 1 needs the interleaved schedule";
-  return why.str();
-}
-
 std::string why_train_cannot_run(const Layout& l) {
   if (l.sequence_parallel) return "giant train has no sequence parallelism (sp)";
   Layout trained = l;
@@ -168,4 +145,4 @@ LayoutFilter parse_layout_filter(const std::string& text) {
   return f;
 }
 
-}  // namespace giant::planner
+}  // namespace giant

@@ -1,19 +1,25 @@
 // A parallel layout: how many ways each axis splits, the micro-batch, the
 // pipeline schedule, ZeRO stage, recomputation and placement (which axis
-// varies fastest across device ids, so stays inside a host first).
+// varies fastest across device ids, so stays inside a host first). The one
+// statement of a run's layout: the planner searches over it, the trainer's
+// config converts to it (train/memory_check.h), the mesh and the pipeline
+// take their shapes from it. No libtorch, nothing above base.
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 
-#include "giant/planner/model_spec.h"
-
-namespace giant::planner {
+namespace giant {
 
 enum class Schedule { gpipe, one_f_one_b, interleaved };
 enum class Recompute { none, selective, full };
 enum class Axis { tp, dp, pp };
+
+// ZeRO stages 0 (replicated) to 3: 1 shards the optimizer state, 2 the
+// gradients too, 3 the parameters too.
+constexpr int kMaxZeroStage = 3;
 
 const char* schedule_name(Schedule schedule);
 const char* recompute_name(Recompute recompute);
@@ -30,21 +36,20 @@ struct Layout {
   int micro_batch = 1;      // sequences per micro-batch per dp rank
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;   // model chunks per device (interleaved only)
-  int zero = 0;             // 0..3
+  int zero = 0;             // ZeRO stage, 0..kMaxZeroStage
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   std::array<Axis, 3> order = kTrainPlacement;  // fastest first
 
   int devices() const { return dp * tp * pp; }
-  int64_t micro_batches(const ModelSpec& model) const { return model.global_batch / (int64_t{dp} * micro_batch); }
+  // Micro-batches per step for a global batch of `global_batch` sequences.
+  int64_t micro_batches(int64_t global_batch) const { return global_batch / (int64_t{dp} * micro_batch); }
   int size_of(Axis axis) const { return axis == Axis::tp ? tp : axis == Axis::dp ? dp : pp; }
   // Distance between consecutive members of the axis in device ids.
   int stride_of(Axis axis) const;
   std::string placement() const;  // "tp<dp<pp"
   // "tp=4 pp=4 dp=2 mb=1 1f1b zero=0 recompute=full sp placement=tp<dp<pp"
   std::string describe() const;
-  // Empty if the layout can run this model on `devices` devices, else why not.
-  std::string why_invalid(const ModelSpec& model, int devices) const;
 };
 
 // The one statement of which layouts `giant train` runs (the planner's
@@ -73,4 +78,4 @@ Schedule parse_schedule(const std::string& text);
 Recompute parse_recompute(const std::string& text);
 std::array<Axis, 3> parse_placement(const std::string& text);
 
-}  // namespace giant::planner
+}  // namespace giant

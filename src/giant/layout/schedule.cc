@@ -1,13 +1,14 @@
 // Schedule vocabulary, the shape check, the generators and the lowering
-// pass (the validator, simulator and grid live in schedule_*.cc).
-#include "giant/planner/schedule.h"
+// pass (the validator lives in schedule_validate.cc; the simulator and the
+// grid in the planner).
+#include "giant/layout/schedule.h"
 
 #include <algorithm>
 #include <string>
 
 #include "giant/base/error.h"
 
-namespace giant::planner {
+namespace giant {
 
 namespace {
 
@@ -94,6 +95,15 @@ std::string describe(const Action& a) {
     case ActionKind::recv_gradient: return "rG" + stage + "<" + peer + micro;
   }
   return "?" + stage + micro;
+}
+
+PipelineShape pipeline_shape(const Layout& layout, int64_t micro_batches) {
+  PipelineShape shape;
+  shape.schedule = layout.schedule;
+  shape.pp = layout.pp;
+  shape.virtual_stages = layout.virtual_stages;
+  shape.micro_batches = micro_batches;
+  return shape;
 }
 
 void check_pipeline_shape(const PipelineShape& shape, bool forward_only) {
@@ -189,18 +199,4 @@ PipelineSchedule lower_communication(const PipelineSchedule& compute) {
   return lowered;
 }
 
-ActionCosts ActionCosts::uniform(int stages, double forward_s, double backward_s, double transfer_s) {
-  ActionCosts c;
-  c.forward_s.assign(static_cast<size_t>(stages), forward_s);
-  c.backward_s.assign(static_cast<size_t>(stages), backward_s);
-  c.transfer_s = transfer_s;
-  return c;
-}
-
-double pipeline_closed_form_s(int p, int v, int64_t m, Schedule schedule, double f, double b) {
-  const double per_micro = f + b;
-  if (schedule == Schedule::interleaved) return m * per_micro + (p - 1) * per_micro / v;
-  return (m + p - 1) * per_micro;
-}
-
-}  // namespace giant::planner
+}  // namespace giant

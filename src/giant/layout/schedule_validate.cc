@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "giant/base/error.h"
-#include "giant/planner/schedule.h"
+#include "giant/layout/schedule.h"
 
-namespace giant::planner {
+namespace giant {
 
 namespace {
 
@@ -195,4 +195,4 @@ void validate_schedule(const PipelineSchedule& s) {
   check_transfers(s, positions);
 }
 
-}  // namespace giant::planner
+}  // namespace giant
