@@ -228,8 +228,8 @@ double allreduce_scalar(Communicator& comm, double value, ccl::ReduceOp op) {
   return value;
 }
 
-// The algorithm `automatic` runs, by the rule documented in CommConfig
-// (halving-doubling up to halving_doubling_max_bytes, ring above).
+// The algorithm `automatic` runs (ccl/algorithm_choice.h: the cheapest by
+// the alpha-beta costs of ccl.model.*).
 Algorithm resolved_algorithm(ccl::Communicator& comm, Algorithm requested, int64_t bytes) {
   if (requested != Algorithm::automatic) return requested;
   return ccl::choose_allreduce_algorithm(comm, static_cast<size_t>(bytes));
