@@ -184,13 +184,6 @@ inline void print_measurement(const Measurement& m) {
   std::fflush(stdout);
 }
 
-inline double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
 // The single-thread memcpy bandwidth of this machine: the limit printed next
 // to every benchmark run (DESIGN.md: "always the peer or limit").
 inline double measure_memcpy_gbps(size_t bytes = size_t{64} << 20, int repeats = 5) {

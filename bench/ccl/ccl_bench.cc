@@ -33,6 +33,7 @@
 #include "bench_common.h"
 #include "ccl_bench_options.h"
 #include "element_values.h"
+#include "giant/base/statistics.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/collectives.h"

@@ -26,6 +26,7 @@
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
+#include "giant/base/statistics.h"
 #include "giant/base/timer.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
@@ -39,13 +40,6 @@
 
 namespace giant::bench::pipeline {
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
 
 double monotonic_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
