@@ -511,14 +511,14 @@ void print_preamble(const Options& o, const std::string& launcher) {
   else std::printf("# iters per size: budget %gs, %d..%d\n", o.budget_seconds, o.min_iters, o.max_iters);
 }
 
-// The ccl settings and the run's limit (DESIGN.md: "always the peer or limit").
+// The ccl settings and the run's limit (no figure without its peer or limit).
 void print_config_and_limit(const ccl::CommConfig& config) {
   std::printf("# ccl: timeout=%lldms connect_timeout=%lldms sockets_per_peer=%d segment_bytes=%zu "
               "halving_doubling_max_bytes=%zu\n",
               static_cast<long long>(config.timeout.count()),
               static_cast<long long>(config.connect_timeout.count()), config.sockets_per_peer,
               config.segment_bytes, config.halving_doubling_max_bytes);
-  // The limit of the same run (DESIGN.md), measured before any rank starts.
+  // The limit of the same run, measured before any rank starts.
   double memcpy_gbps = measure_memcpy_gbps();
   std::printf("# limit: single-thread memcpy %.2f GB/s\n", memcpy_gbps);
   std::printf("bench=limit name=memcpy_1thread bytes=%d gbps=%.3f\n", 64 << 20, memcpy_gbps);

@@ -2,7 +2,7 @@
 # Compares ccl's allreduce (f32, sum) with its peers, measured in the same run,
 # interleaved (the order alternates every repetition, so no peer always runs
 # first) and reported as medians: timings on a shared 2-core machine vary by
-# up to 2.5x between runs (DESIGN.md, "Conventions").
+# up to 2.5x between runs (docs/reference/published-figures.md).
 #
 # usage: bench/ccl/compare.sh [BUILD_DIR] [--latency | --hosts] [--reps 5] [--bytes SIZE]
 #            [--nprocs "2 4"] [--iters N] [--warmup N] [--peers "gloo mpi torch"]

@@ -1,7 +1,7 @@
 // Inputs and expected results of giant-ccl-bench, for every ccl dtype.
 //
 // Inputs are small integers, so every reduction is exact in any order and
-// results are checked with tolerance 0 (shared/reference/README.md); only
+// results are checked with tolerance 0 (docs/reference/published-figures.md); only
 // avg, a division, gets a rounding tolerance, and an allreduce with a wire
 // dtype the bound that dtype states (ElementChecker::relative_error). The value depends on the rank,
 // so a block delivered from or to the wrong rank is counted as wrong.
