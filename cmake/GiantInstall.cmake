@@ -26,6 +26,9 @@ install(TARGETS ${_giant_libraries} EXPORT GiantTargets
 if(TARGET giant)
   install(TARGETS giant RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET giant-bench)  # run by `giant bench` from beside the giant command
+  install(TARGETS giant-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 if(TARGET giant_sentencepiece)  # loaded by giant_data from ../LIBDIR/giant/ beside the program
   install(TARGETS giant_sentencepiece LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/giant)
 endif()

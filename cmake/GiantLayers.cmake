@@ -1,8 +1,10 @@
 # The layers' link graph, the one source of what a layer may include.
 #
 # giant_write_layer_graph(file) writes one line per built layer,
-# "<layer>: <layers it links, directly or not> [torch]", for
-# scripts/check-layers. Call it once every layer's target exists.
+# "<layer>: <layers it links, directly or not> [torch]", and one per program
+# under apps/, "apps/<dir>/<target>: <the source folders of every target it
+# links, directly or not>", for scripts/check-layers. Call it once every
+# target exists.
 
 # The layers (and torch) that `target` links, directly or through other layers.
 function(_giant_layer_links target out)
@@ -32,6 +34,42 @@ function(_giant_layer_links target out)
   set(${out} ${_links} PARENT_SCOPE)
 endfunction()
 
+# The source folders (relative to the project) of the targets `target`
+# links, directly or not; imported targets are left out.
+function(_giant_link_folders target out)
+  set(_folders)
+  set(_seen ${target})
+  set(_todo ${target})
+  while(_todo)
+    list(POP_FRONT _todo _current)
+    get_target_property(_libs ${_current} LINK_LIBRARIES)
+    if(NOT _libs)
+      continue()
+    endif()
+    foreach(_lib ${_libs})
+      if(NOT TARGET ${_lib} OR _lib IN_LIST _seen)
+        continue()
+      endif()
+      list(APPEND _seen ${_lib})
+      get_target_property(_real ${_lib} ALIASED_TARGET)
+      if(_real)
+        set(_lib ${_real})
+      endif()
+      get_target_property(_imported ${_lib} IMPORTED)
+      if(_imported)
+        continue()
+      endif()
+      get_target_property(_dir ${_lib} SOURCE_DIR)
+      file(RELATIVE_PATH _dir ${PROJECT_SOURCE_DIR} ${_dir})
+      list(APPEND _folders ${_dir})
+      list(APPEND _todo ${_lib})
+    endforeach()
+  endwhile()
+  list(REMOVE_DUPLICATES _folders)
+  list(SORT _folders)
+  set(${out} ${_folders} PARENT_SCOPE)
+endfunction()
+
 function(giant_write_layer_graph file)
   set(_graph "")
   foreach(layer ${GIANT_LAYERS})
@@ -41,6 +79,19 @@ function(giant_write_layer_graph file)
       list(JOIN _links " " _links)
       string(APPEND _graph "${layer}: ${_links}\n")
     endif()
+  endforeach()
+  get_property(_dirs DIRECTORY ${PROJECT_SOURCE_DIR} PROPERTY SUBDIRECTORIES)
+  foreach(_dir ${_dirs})
+    file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${_dir})
+    if(NOT _rel MATCHES "^apps/")
+      continue()
+    endif()
+    get_property(_targets DIRECTORY ${_dir} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(_target ${_targets})
+      _giant_link_folders(${_target} _folders)
+      list(JOIN _folders " " _folders)
+      string(APPEND _graph "${_rel}/${_target}: ${_folders}\n")
+    endforeach()
   endforeach()
   file(WRITE ${file} "${_graph}")
 endfunction()

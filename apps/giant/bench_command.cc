@@ -1,87 +1,55 @@
-// giant bench ccl|pipeline [flags]: the benchmarks' command line; the work
-// is in bench/ccl and bench/pipeline.
+// giant bench NAME [flags]: runs the benchmarks' own program, giant-bench,
+// from the directory this program is in (the build tree's bin/ and the
+// install tree's both hold the two), so that the giant command links no
+// benchmark code.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
-#include <CLI/CLI.hpp>
-#include <c10/util/Exception.h>
-
-#include "ccl_bench.h"
 #include "cli_support.h"
 #include "commands.h"
-#include "giant/base/edit_distance.h"
-#include "giant/base/error.h"
-#include "pipeline_bench.h"
 
 namespace giant::app {
 namespace {
 
-constexpr const char* kBenchUsage =
-    "usage: giant bench ccl|pipeline [flags]   (giant bench NAME --help lists its flags)\n";
-
-int bench_ccl(const std::vector<std::string>& args) {
-  CLI::App cli("", "giant bench ccl");
-  bench::OptionFlags flags;
-  GlobalFlags global;
-  bench::add_options(cli, flags);
-  add_global_flags(cli, global);
-  if (const auto code = parse_command_line(cli, args)) return *code;
-  bench::Options options;
-  try {
-    apply_global_flags(global);
-    options = bench::options_from(flags);
-  } catch (const std::exception& e) {
-    report_failure("giant bench ccl", e);
-    return kExitBadInput;
-  }
-  try {
-    return bench::run_ccl_bench(options);
-  } catch (const std::exception& e) {
-    return report_failure("giant bench ccl", e);
-  }
-}
-
-int bench_pipeline(const std::vector<std::string>& args) {
-  CLI::App cli("", "giant bench pipeline");
-  bench::pipeline::OptionFlags flags;
-  GlobalFlags global;
-  bench::pipeline::add_options(cli, flags);
-  add_global_flags(cli, global);
-  if (const auto code = parse_command_line(cli, args)) return *code;
-  bench::pipeline::Options options;
-  try {
-    apply_global_flags(global);
-    options = bench::pipeline::options_from(flags);
-  } catch (const std::exception& e) {
-    report_failure("giant bench pipeline", e);
-    return kExitBadInput;
-  }
-  try {
-    return bench::pipeline::run_pipeline_bench(options);
-  } catch (const c10::Error& e) {
-    return report_failure("giant bench pipeline", Error(e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return report_failure("giant bench pipeline", e);  // a ConfigError (the world size, the environment) is bad input
-  }
+// giant-bench beside this program, or "" when /proc/self/exe cannot say.
+std::string bench_program_path() {
+  std::string self(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size());
+  if (n <= 0 || static_cast<size_t>(n) >= self.size()) return "";
+  self.resize(static_cast<size_t>(n));
+  return self.substr(0, self.rfind('/') + 1) + "giant-bench";
 }
 
 }  // namespace
 
-int bench_command(const std::vector<std::string>& args) {
-  if (args.empty()) {
-    std::cerr << kBenchUsage;
+int bench_command(const std::vector<std::string>& args, const GlobalFlags& global) {
+  const std::string program = bench_program_path();
+  if (program.empty() || access(program.c_str(), X_OK) != 0) {
+    std::cerr << "giant bench: the benchmarks are a program of their own, giant-bench, expected at "
+              << (program.empty() ? std::string("the giant command's directory") : program)
+              << ", which is missing: build it (cmake --build BUILD --target giant-bench) or install it beside "
+                 "giant\n";
     return kExitBadInput;
   }
-  const std::string& what = args.front();
-  if (what == "--help" || what == "-h") {
-    std::cout << kBenchUsage;
-    return kExitOk;
-  }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (what == "ccl") return bench_ccl(rest);
-  if (what == "pipeline") return bench_pipeline(rest);
-  std::cerr << "giant bench: unknown benchmark '" << what << "'" << did_you_mean(what, {"ccl", "pipeline"})
-            << " (known: ccl, pipeline)\n";
-  return kExitBadInput;
+  // The global flags given before `bench` go first; those after the
+  // benchmark's name still win, as they do for every command.
+  std::vector<std::string> words{program};
+  if (!global.log_level.empty()) words.insert(words.end(), {"--log-level", global.log_level});
+  if (global.log_timestamps) words.push_back("--log-timestamps");
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  execv(program.c_str(), argv.data());
+  std::cerr << "giant bench: cannot run " << program << ": " << std::strerror(errno) << "\n";
+  return kExitFailed;
 }
 
 }  // namespace giant::app

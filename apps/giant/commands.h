@@ -6,11 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.h"
+
 namespace giant::app {
 
 int train_command(const std::vector<std::string>& args);
 int launch_command(const std::vector<std::string>& args);
-int bench_command(const std::vector<std::string>& args);
+// Runs giant-bench (bench/giant_bench.cc) beside this program, passing on
+// the global flags given before `bench`.
+int bench_command(const std::vector<std::string>& args, const GlobalFlags& global);
 int plan_command(const std::vector<std::string>& args);
 int generate_command(const std::vector<std::string>& args);      // generate_command.cc
 // giant checkpoint {info, verify, export, import} (checkpoint_command.cc

@@ -34,10 +34,10 @@ constexpr const char* kCommands =
     "--log-level and --log-timestamps go before the command or after its name.\n"
     "Exit status: 0 done, 1 a runtime failure, 2 bad flags, config or environment.";
 
-int dispatch(const std::string& command, const std::vector<std::string>& args) {
+int dispatch(const std::string& command, const std::vector<std::string>& args, const GlobalFlags& global) {
   if (command == "train") return train_command(args);
   if (command == "launch") return launch_command(args);
-  if (command == "bench") return bench_command(args);
+  if (command == "bench") return bench_command(args, global);
   if (command == "plan") return plan_command(args);
   if (command == "generate") return generate_command(args);
   if (command == "checkpoint") return checkpoint_command(args);
@@ -76,7 +76,7 @@ int run(int argc, char** argv) {
   } catch (const std::exception& e) {
     return report_failure("giant", e);
   }
-  return dispatch(command, rest);
+  return dispatch(command, rest, global);
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ class FlagReader {
 
 // ------------------------------------------------------------ bandwidth
 
-// nccl-tests convention (shared/reference/README.md): busbw = algbw * factor,
+// nccl-tests convention (docs/reference/published-figures.md): busbw = algbw * factor,
 // comparable with one rank's link bandwidth whatever the algorithm.
 inline double busbw_factor(const std::string& collective, int nproc) {
   const double n = nproc;
@@ -184,15 +184,8 @@ inline void print_measurement(const Measurement& m) {
   std::fflush(stdout);
 }
 
-inline double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
 // The single-thread memcpy bandwidth of this machine: the limit printed next
-// to every benchmark run (DESIGN.md: "always the peer or limit").
+// to every benchmark run (a figure is never shown without its peer or limit).
 inline double measure_memcpy_gbps(size_t bytes = size_t{64} << 20, int repeats = 5) {
   std::vector<char> source(bytes, 1), target(bytes, 0);
   double best = 0;

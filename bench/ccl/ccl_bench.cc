@@ -33,6 +33,7 @@
 #include "bench_common.h"
 #include "ccl_bench_options.h"
 #include "element_values.h"
+#include "giant/base/statistics.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/collectives.h"
@@ -228,8 +229,8 @@ double allreduce_scalar(Communicator& comm, double value, ccl::ReduceOp op) {
   return value;
 }
 
-// The algorithm `automatic` runs, by the rule documented in CommConfig
-// (halving-doubling up to halving_doubling_max_bytes, ring above).
+// The algorithm `automatic` runs (ccl/algorithm_choice.h: the cheapest by
+// the alpha-beta costs of ccl.model.*).
 Algorithm resolved_algorithm(ccl::Communicator& comm, Algorithm requested, int64_t bytes) {
   if (requested != Algorithm::automatic) return requested;
   return ccl::choose_allreduce_algorithm(comm, static_cast<size_t>(bytes));
@@ -510,14 +511,14 @@ void print_preamble(const Options& o, const std::string& launcher) {
   else std::printf("# iters per size: budget %gs, %d..%d\n", o.budget_seconds, o.min_iters, o.max_iters);
 }
 
-// The ccl settings and the run's limit (DESIGN.md: "always the peer or limit").
+// The ccl settings and the run's limit (no figure without its peer or limit).
 void print_config_and_limit(const ccl::CommConfig& config) {
   std::printf("# ccl: timeout=%lldms connect_timeout=%lldms sockets_per_peer=%d segment_bytes=%zu "
               "halving_doubling_max_bytes=%zu\n",
               static_cast<long long>(config.timeout.count()),
               static_cast<long long>(config.connect_timeout.count()), config.sockets_per_peer,
               config.segment_bytes, config.halving_doubling_max_bytes);
-  // The limit of the same run (DESIGN.md), measured before any rank starts.
+  // The limit of the same run, measured before any rank starts.
   double memcpy_gbps = measure_memcpy_gbps();
   std::printf("# limit: single-thread memcpy %.2f GB/s\n", memcpy_gbps);
   std::printf("bench=limit name=memcpy_1thread bytes=%d gbps=%.3f\n", 64 << 20, memcpy_gbps);

@@ -176,7 +176,7 @@ Options options_from(const OptionFlags& flags) {
   } catch (const std::exception& e) {  // bench_common's and ccl's parsers
     bad_flag(e.what());
   }
-  // Bad input gets a clear error before any process starts (DESIGN.md).
+  // Bad input gets a clear error before any process starts.
   if (o.launched && o.bind == "core") bad_flag("--bind core applies to forked ranks, not --launched");
   if (o.min_bytes < 1 || o.max_bytes < o.min_bytes) bad_flag("need 1 <= --min-bytes <= --max-bytes");
   if (o.op == ccl::ReduceOp::avg && !ccl::is_floating(o.dtype))

@@ -2,7 +2,7 @@
 # Compares ccl's allreduce (f32, sum) with its peers, measured in the same run,
 # interleaved (the order alternates every repetition, so no peer always runs
 # first) and reported as medians: timings on a shared 2-core machine vary by
-# up to 2.5x between runs (DESIGN.md, "Conventions").
+# up to 2.5x between runs (docs/reference/published-figures.md).
 #
 # usage: bench/ccl/compare.sh [BUILD_DIR] [--latency | --hosts] [--reps 5] [--bytes SIZE]
 #            [--nprocs "2 4"] [--iters N] [--warmup N] [--peers "gloo mpi torch"]
@@ -93,6 +93,7 @@ results=$work/results  # peer n bytes rep time_us busbw_gbps transports
 failures=()
 background_pids=()  # running now: the current run, an iperf3 server
 source "$script_dir/../netns_hosts.sh"  # netns_hosts_up, netns_hosts_down
+source "$script_dir/../train/common.sh"  # median
 cleanup() {
   local pid
   for pid in "${background_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -203,15 +204,10 @@ run_measured() {  # LABEL N REP BENCH_NAME
 }
 
 # ---------------------------------------------------------------- medians
-median() {  # of the numbers on stdin
-  sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan";
-    else if (NR % 2) printf "%.6g\n", v[(NR + 1) / 2];
-    else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 values() {  # FIELD LABEL N BYTES: the values in run order
   awk -v f="$1" -v l="$2" -v n="$3" -v b="$4" '$1 == l && $2 == n && $3 == b { printf "%s ", $f }' "$results"
 }
-median_of() { values "$@" | tr ' ' '\n' | { grep . || true; } | median; }
+median_of() { values "$@" | tr ' ' '\n' | { grep . || true; } | median | sed 's/^NA$/nan/'; }
 transports_of() {  # LABEL N BYTES
   awk -v l="$1" -v n="$2" -v b="$3" '$1 == l && $2 == n && $3 == b { print $7 }' "$results" | sort -u | paste -sd'|'
 }

@@ -1,7 +1,7 @@
 // Inputs and expected results of giant-ccl-bench, for every ccl dtype.
 //
 // Inputs are small integers, so every reduction is exact in any order and
-// results are checked with tolerance 0 (shared/reference/README.md); only
+// results are checked with tolerance 0 (docs/reference/published-figures.md); only
 // avg, a division, gets a rounding tolerance, and an allreduce with a wire
 // dtype the bound that dtype states (ElementChecker::relative_error). The value depends on the rank,
 // so a block delivered from or to the wrong rank is counted as wrong.
@@ -10,8 +10,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "giant/ccl/float16.h"
 #include "giant/ccl/types.h"
 
 namespace giant::bench {
@@ -19,48 +19,12 @@ namespace giant::bench {
 using ccl::DType;
 using ccl::ReduceOp;
 
-// Exact for the small integers stored here (truncates what half cannot hold).
-inline uint16_t float_to_half_exact(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
-  if ((bits & 0x7fffffff) == 0) return sign;
-  int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
-  uint32_t mantissa = bits & 0x7fffff;
-  if (exponent >= 31) return sign | 0x7c00;  // too large: infinity
-  if (exponent <= 0) return sign;            // too small for these inputs: zero
-  return sign | static_cast<uint16_t>(exponent << 10) | static_cast<uint16_t>(mantissa >> 13);
-}
-
-inline double half_to_double(uint16_t half) {
-  int exponent = (half >> 10) & 0x1f;
-  int mantissa = half & 0x3ff;
-  double magnitude;
-  if (exponent == 0) magnitude = std::ldexp(mantissa, -24);
-  else if (exponent == 31) magnitude = mantissa ? NAN : INFINITY;
-  else magnitude = std::ldexp(mantissa + 1024, exponent - 25);
-  return (half & 0x8000) ? -magnitude : magnitude;
-}
-
-inline uint16_t float_to_bf16_exact(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-inline double bf16_to_double(uint16_t bf16) {
-  uint32_t bits = static_cast<uint32_t>(bf16) << 16;
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
 inline void store_element(DType dtype, void* base, size_t index, double value) {
   switch (dtype) {
     case DType::f32: static_cast<float*>(base)[index] = static_cast<float>(value); break;
     case DType::f64: static_cast<double*>(base)[index] = value; break;
-    case DType::f16: static_cast<uint16_t*>(base)[index] = float_to_half_exact(static_cast<float>(value)); break;
-    case DType::bf16: static_cast<uint16_t*>(base)[index] = float_to_bf16_exact(static_cast<float>(value)); break;
+    case DType::f16: static_cast<uint16_t*>(base)[index] = ccl::float_to_half(static_cast<float>(value)); break;
+    case DType::bf16: static_cast<uint16_t*>(base)[index] = ccl::float_to_bfloat16(static_cast<float>(value)); break;
     case DType::i32: static_cast<int32_t*>(base)[index] = static_cast<int32_t>(value); break;
     case DType::i64: static_cast<int64_t*>(base)[index] = static_cast<int64_t>(value); break;
     case DType::u8: static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(value); break;
@@ -71,8 +35,8 @@ inline double load_element(DType dtype, const void* base, size_t index) {
   switch (dtype) {
     case DType::f32: return static_cast<const float*>(base)[index];
     case DType::f64: return static_cast<const double*>(base)[index];
-    case DType::f16: return half_to_double(static_cast<const uint16_t*>(base)[index]);
-    case DType::bf16: return bf16_to_double(static_cast<const uint16_t*>(base)[index]);
+    case DType::f16: return ccl::half_to_float(static_cast<const uint16_t*>(base)[index]);
+    case DType::bf16: return ccl::bfloat16_to_float(static_cast<const uint16_t*>(base)[index]);
     case DType::i32: return static_cast<const int32_t*>(base)[index];
     case DType::i64: return static_cast<double>(static_cast<const int64_t*>(base)[index]);
     case DType::u8: return static_cast<const uint8_t*>(base)[index];

@@ -26,6 +26,7 @@
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
+#include "giant/base/statistics.h"
 #include "giant/base/timer.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
@@ -39,13 +40,6 @@
 
 namespace giant::bench::pipeline {
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
 
 double monotonic_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -267,9 +261,8 @@ void print_report(const Options& o, const PipelineSchedule& lowered, double tran
   std::fflush(stdout);
 }
 
-}  // namespace
-
-int run_pipeline_bench(const Options& o) {
+// The whole benchmark, as run_pipeline_bench describes it.
+int run_benchmark(const Options& o) {
   const ccl::Environment env = ccl::Environment::from_process();
   const ccl::BootstrapInfo info = ccl::resolve_bootstrap(env);
   check_world_size(o, info.world_size);
@@ -305,6 +298,16 @@ int run_pipeline_bench(const Options& o) {
     }
   }
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int run_pipeline_bench(const Options& o) {
+  try {
+    return run_benchmark(o);
+  } catch (const c10::Error& e) {
+    throw Error(e.what_without_backtrace());  // the message without torch's backtrace
+  }
 }
 
 }  // namespace giant::bench::pipeline

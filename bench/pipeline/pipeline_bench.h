@@ -12,7 +12,7 @@ namespace giant::bench::pipeline {
 // peak in-flight activations and losses are as they must be, 1 otherwise;
 // throws ConfigError for bad input found before any rank connects (the
 // environment, a shape the world size cannot schedule) and other
-// exceptions for failures.
+// exceptions for failures (torch's as giant::Error, without its backtrace).
 int run_pipeline_bench(const Options& options);
 
 }  // namespace giant::bench::pipeline

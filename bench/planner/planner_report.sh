@@ -6,7 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 giant=${1:-$here/build/bin/giant}
-csv=${2:-$here/../shared/reference/published-runs.csv}
+csv=${2:-$here/tests/planner/data/published-runs.csv}
 "$giant" plan --eval-csv "$csv" --report-error | grep -E '^(median_abs_error|# (built-in|fitted|row| +[0-9]))'
 start=$(date +%s.%N)
 "$giant" plan --model gpt-175b --cluster a100-80g-ib --hosts 128 --top 1 | grep -E '^(1 |searched)'

@@ -17,9 +17,11 @@ if found is None:
 print(" ".join("NA" if found.get(k) is None else repr(found[k]) for k in sys.argv[2:]))' "$@"
 }
 
-# median: the median of the numbers on standard input (lines "NA" ignored), NA if none.
+# median: the median of the numbers on standard input (lines "NA" ignored), NA
+# if none; for an even count the mean of the two middle ones (as giant::median).
 median() {
-  { grep -v '^NA$' || true; } | sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "NA"}'
+  { grep -v '^NA$' || true; } | sort -g | awk '{v[NR]=$1} END {
+    if (!NR) print "NA"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2 }'
 }
 
 # The PyTorch peers run with the heap settings that giant train applies itself

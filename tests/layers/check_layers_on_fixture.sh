@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check-layers on a tiny tree (fixture/) whose layer "low" includes
-# the layer above it and torch, which it does not link: both are named, with
-# file and line, and the check fails; with a graph that allows them it passes.
+# the layer above it and torch, which it does not link, and whose program
+# apps/tool/tool links a benchmark: each is named (includes with file and
+# line) and the check fails; with a graph that allows them it passes.
 # A rule stated outright (models and parallel do not include the planner)
 # fails with its reason even where the graph allows the include.
 set -euo pipefail
@@ -21,8 +22,10 @@ expect 'giant/low/low.h:3: low includes "giant/high/high.h"'
 expect 'giant/low/low.h:4: low includes <torch/torch.h>'
 expect 'not checked (not built here): giant/unbuilt/'
 expect '2 include(s) of a layer not linked'
+expect 'apps/tool/tool links bench/thing: apps do not link bench'
+expect '1 link(s) from apps to bench'
 
-printf 'low: high torch\nhigh: low torch\n' > "$work/allowed.txt"
+printf 'low: high torch\nhigh: low torch\napps/tool/tool: src/giant/low\n' > "$work/allowed.txt"
 "$check" "$here/fixture" "$work/allowed.txt" || { echo "FAIL: a tree within its graph was refused"; exit 1; }
 
 mkdir -p "$work/rule/giant/models" "$work/rule/giant/planner"

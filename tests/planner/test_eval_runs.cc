@@ -20,7 +20,7 @@ namespace {
 
 std::string data_path(const std::string& name) { return std::string(GIANT_SOURCE_DIR) + "/tests/planner/data/" + name; }
 
-// A copy of ../shared/reference/published-runs.csv, so a clean clone has it.
+// The published runs (each row names its source), kept in the tree.
 std::string published_runs_path() { return data_path("published-runs.csv"); }
 
 // The cells of a CSV line, quoted cells unquoted.

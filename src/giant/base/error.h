@@ -1,4 +1,4 @@
-// Error taxonomy (see DESIGN.md "Conventions"):
+// Error taxonomy, one exception type per kind of failure:
 //  - giant::Error: a caller mistake or a broken invariant, thrown by GIANT_CHECK.
 //  - giant::ConfigError: bad configuration, naming the key.
 //  - giant::CommError: a communication fault; the communicator that raised it

@@ -1,5 +1,5 @@
 // The only reader of the process environment for rank, world size, local
-// rank, store address and secret (DESIGN.md "ccl contract").
+// rank, store address and secret.
 //
 // Order: GIANT_* first, then torchrun (RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR, MASTER_PORT; Giant's store listens on MASTER_PORT + 1), then

@@ -161,10 +161,8 @@ void gather_blocks(OpContext& ctx, Algorithm algorithm, const void* input, void*
 }  // namespace
 
 Algorithm choose_allreduce_algorithm(const Communicator& comm, size_t nbytes) {
-  // One host with shared memory: shm wins at every size (and small calls
-  // should not pay for the model).
-  if (comm.shared_memory() && comm.topology().num_hosts() == 1) return Algorithm::shm;
-  return detail::allreduce_costs(comm, nbytes).front().algorithm;
+  return choose_allreduce(detail::group_shape(comm), CostModel::from(comm.config()), static_cast<double>(nbytes))
+      .algorithm;
 }
 
 namespace {
@@ -192,16 +190,15 @@ bool all_in_shared_memory(const Communicator& comm) {
   return comm.shared_memory() && comm.topology().num_hosts() == 1;
 }
 
-// Automatic reduce-scatter and allgather: shm on one host; across hosts,
-// hierarchical where it can run and the buffer is large enough for its
-// bandwidth to matter more than its extra steps.
+// Reduce-scatter and allgather: the requested algorithm, or for automatic
+// the one choose_reduce_scatter names (algorithm_choice.h).
 Algorithm resolve_movement(const char* what, const Communicator& comm, Algorithm requested, size_t total_bytes) {
   GIANT_CHECK(requested != Algorithm::halving_doubling, what, ": algorithm halving_doubling is for allreduce only");
   check_algorithm_runs(what, comm, requested);
   if (requested != Algorithm::automatic) return requested;
-  if (all_in_shared_memory(comm)) return Algorithm::shm;
-  bool hierarchical = comm.shared_memory() && !detail::cross_host_ring(comm).empty() && total_bytes >= (64 << 10);
-  return hierarchical ? Algorithm::hierarchical : Algorithm::ring;
+  return choose_reduce_scatter(detail::group_shape(comm), CostModel::from(comm.config()),
+                               static_cast<double>(total_bytes))
+      .algorithm;
 }
 
 // What the hierarchical algorithms need, found when the call is issued.
@@ -245,7 +242,9 @@ Work allreduce(Communicator& comm, const AllreduceOptions& o) {
     algorithm = choose_allreduce_algorithm(comm, nbytes);
   } else if (algorithm == Algorithm::automatic) {
     // With a wire type, the cheapest of the algorithms that compress.
-    for (const auto& cost : detail::allreduce_costs(comm, nbytes)) {
+    const auto costs = allreduce_costs(detail::group_shape(comm), CostModel::from(comm.config()),
+                                       static_cast<double>(nbytes));
+    for (const auto& cost : costs) {
       algorithm = cost.algorithm;
       if (o.wire == WireDType::none || algorithm == Algorithm::ring || algorithm == Algorithm::hierarchical) break;
     }

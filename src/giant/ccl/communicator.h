@@ -20,7 +20,7 @@ namespace detail {
 class Engine;
 }
 
-// Which ranks share a host (by host id; see DESIGN.md "Host identity").
+// Which ranks share a host, by host id (ccl.host_id, GIANT_HOST_ID; default_host_id()).
 struct HostTopology {
   std::vector<std::string> host_ids;  // one per host, in order of first rank
   std::vector<int> host_of_rank;      // rank -> index into host_ids

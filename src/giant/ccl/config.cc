@@ -27,7 +27,7 @@ void CommConfig::define_tunables(Tunables& t) {
   t.define_bytes("ccl.segment_bytes", static_cast<int64_t>(d.segment_bytes),
                  "pipeline segment of ring and chain algorithms (0: chosen per call by the alpha-beta model)");
   t.define_bytes("ccl.allreduce.halving_doubling_max_bytes", static_cast<int64_t>(d.halving_doubling_max_bytes),
-                 "automatic allreduce uses halving-doubling up to this size, ring above");
+                 "automatic allreduce weighs halving-doubling up to this size (the other algorithms at any)");
   t.define_bytes("ccl.engine.chunk_bytes", static_cast<int64_t>(d.engine_chunk_bytes),
                  "allreduces larger than this run in chunks; more urgent operations overtake between them");
   t.define_string("ccl.transport", d.transport,

@@ -23,7 +23,7 @@ struct CommConfig {
   // by default: on loopback TCP over 2 cores, 1 to 4 MiB segments measured
   // best at every size (pipelining cannot help when the CPU is the link).
   size_t segment_bytes = 1 << 20;
-  // Automatic allreduce uses halving-doubling up to this size, ring above.
+  // Automatic allreduce weighs halving-doubling up to this size (algorithm_choice.h).
   size_t halving_doubling_max_bytes = 256 << 10;
   // Allreduces larger than this run in chunks of it; more urgent operations
   // (OpOptions::priority) overtake at chunk boundaries.

@@ -1,24 +1,18 @@
-// The alpha-beta cost model behind Algorithm::automatic (internal): an
-// estimate of each algorithm's time for a buffer on a communicator, from the
-// latency (alpha) and bandwidth (beta) of each link kind in CommConfig. It
-// depends only on what every rank knows alike (topology, config, size), so
-// every rank picks the same algorithm.
+// What Algorithm::automatic needs of a communicator (internal): its shape
+// for the choice in algorithm_choice.h, its host layout, and the pipeline
+// segment of the ring and chain algorithms, by the same alpha-beta costs.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
+#include "giant/ccl/algorithm_choice.h"
 #include "giant/ccl/collectives.h"
 
 namespace giant::ccl::detail {
 
-struct AlgorithmCost {
-  Algorithm algorithm;
-  double seconds;
-};
-
-// The algorithms that can run an allreduce of nbytes on comm, cheapest first.
-std::vector<AlgorithmCost> allreduce_costs(const Communicator& comm, size_t nbytes);
+// The communicator as the algorithm choice sees it.
+GroupShape group_shape(const Communicator& comm);
 
 // The pipeline segment for moving blocks of block_bytes through `hops`
 // successive TCP steps (a ring or chain): with k segments a block takes about

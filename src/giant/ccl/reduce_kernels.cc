@@ -1,77 +1,10 @@
 #include "giant/ccl/reduce_kernels.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "giant/base/error.h"
 
 namespace giant::ccl {
-
-uint16_t float_to_half(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t exponent = (x >> 23) & 0xffu;
-  uint32_t mantissa = x & 0x7fffffu;
-  if (exponent == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
-  int e = static_cast<int>(exponent) - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (e <= 0) {  // subnormal half (or zero)
-    if (e < -10) return static_cast<uint16_t>(sign);
-    mantissa |= 0x800000u;
-    int shift = 14 - e;
-    uint32_t half = mantissa >> shift;
-    uint32_t rest = mantissa & ((1u << shift) - 1);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mantissa >> 13);
-  uint32_t rest = mantissa & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // a carry rounds into the exponent
-  return static_cast<uint16_t>(half);
-}
-
-float half_to_float(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1fu;
-  uint32_t mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {
-      int shifts = -1;
-      do {
-        ++shifts;
-        mantissa <<= 1;
-      } while (!(mantissa & 0x400u));
-      bits = sign | (static_cast<uint32_t>(127 - 15 - shifts) << 23) | ((mantissa & 0x3ffu) << 13);
-    }
-  } else if (exponent == 31) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
-  }
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-}
-
-uint16_t float_to_bfloat16(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-float bfloat16_to_float(uint16_t bits) {
-  uint32_t x = static_cast<uint32_t>(bits) << 16;
-  float out;
-  std::memcpy(&out, &x, 4);
-  return out;
-}
 
 namespace {
 

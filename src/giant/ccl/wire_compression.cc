@@ -72,24 +72,24 @@ size_t wire_size(WireDType wire) { return wire == WireDType::none ? 0 : 2; }
 
 void encode(WireDType wire, const float* in, uint16_t* out, size_t count) {
   switch (wire) {
-    case WireDType::bf16: encode_loop<encode_bf16>(in, out, count); return;
-    case WireDType::fp16: encode_loop<encode_fp16>(in, out, count); return;
+    case WireDType::bf16: encode_loop<float_to_bfloat16>(in, out, count); return;
+    case WireDType::fp16: encode_loop<float_to_half>(in, out, count); return;
     default: no_wire(wire);
   }
 }
 
 void decode(WireDType wire, const uint16_t* in, float* out, size_t count) {
   switch (wire) {
-    case WireDType::bf16: decode_loop<decode_bf16>(in, out, count); return;
-    case WireDType::fp16: decode_loop<decode_fp16>(in, out, count); return;
+    case WireDType::bf16: decode_loop<bfloat16_to_float>(in, out, count); return;
+    case WireDType::fp16: decode_loop<half_to_float>(in, out, count); return;
     default: no_wire(wire);
   }
 }
 
 void decode_reduce(WireDType wire, float* out, const float* a, const uint16_t* in, size_t count, ReduceOp op) {
   switch (wire) {
-    case WireDType::bf16: decode_reduce_op<decode_bf16>(out, a, in, count, op); return;
-    case WireDType::fp16: decode_reduce_op<decode_fp16>(out, a, in, count, op); return;
+    case WireDType::bf16: decode_reduce_op<bfloat16_to_float>(out, a, in, count, op); return;
+    case WireDType::fp16: decode_reduce_op<half_to_float>(out, a, in, count, op); return;
     default: no_wire(wire);
   }
 }

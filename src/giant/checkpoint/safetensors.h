@@ -1,4 +1,4 @@
-// The safetensors file format (../shared/reference/formats.md): an 8-byte
+// The safetensors file format (docs/reference/formats.md): an 8-byte
 // little-endian header length N, N bytes of JSON header (each tensor's
 // dtype, shape and [begin, end) data offsets relative to the data section,
 // and an optional "__metadata__" map of strings), then the raw little-endian

@@ -16,6 +16,7 @@
 #include "giant/ccl/collectives.h"
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/store.h"
+#include "giant/planner/comm_model.h"
 #include "giant/planner/eval_runs.h"
 
 namespace giant::planner {
@@ -124,11 +125,17 @@ LinkSpec link_from(const AllreduceTimes& t, const CalibrationOptions& o, Transpo
   const double n = o.ranks;
   LinkSpec link;
   link.transport = transport;
-  // busbw of the large allreduce; latency per step of the small one
-  // (halving-doubling: 2 log2 n steps), its bytes' share removed.
+  // busbw of the large allreduce; the latency that makes the model's
+  // allreduce (comm_model.h, ccl's choice) take the small one's time: the
+  // model is linear in it, its steps the coefficient.
   link.bandwidth_bytes_per_s = 2 * (n - 1) / n * o.bandwidth_bytes / t.large_s;
-  const double steps = 2 * std::ceil(std::log2(n));
-  link.latency_s = std::max(1e-7, (t.small_s - 2 * (n - 1) / n * o.latency_bytes / link.bandwidth_bytes_per_s) / steps);
+  GroupLink group;
+  group.size = o.ranks;
+  group.bandwidth_bytes_per_s = link.bandwidth_bytes_per_s;
+  const double bandwidth_part = allreduce_seconds(static_cast<double>(o.latency_bytes), group);
+  group.latency_s = 1;
+  const double steps = allreduce_seconds(static_cast<double>(o.latency_bytes), group) - bandwidth_part;
+  link.latency_s = std::max(1e-7, (t.small_s - bandwidth_part) / steps);
   link.efficiency = 1.0;  // the bandwidth is already what ccl achieves
   return link;
 }

@@ -1,9 +1,23 @@
 #include "giant/planner/comm_model.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "giant/ccl/algorithm_choice.h"
 
 namespace giant::planner {
+namespace {
+
+// The group as ccl's choice sees it: one rank per host, no shared memory.
+ccl::GroupShape flat_group(const GroupLink& g) { return {g.size, g.size, 1, false}; }
+
+// ccl's default limits, with the group's link as the one it uses.
+ccl::CostModel link_model(const GroupLink& g) {
+  ccl::CostModel model = ccl::CostModel::from(ccl::CommConfig{});
+  model.tcp = {g.latency_s, g.bandwidth_bytes_per_s};
+  return model;
+}
+
+}  // namespace
 
 GroupLink group_link(const ClusterSpec& c, const Layout& l, Axis axis) {
   GroupLink g;
@@ -36,15 +50,12 @@ GroupLink single_ring_link(const ClusterSpec& c, const GroupLink& group) {
 
 double allreduce_seconds(double bytes, const GroupLink& g) {
   if (g.size <= 1 || bytes <= 0) return 0;
-  const double n = g.size;
-  const double steps = bytes <= 256 * 1024 ? 2 * std::ceil(std::log2(n)) : 2 * (n - 1);
-  return steps * g.latency_s + 2 * (n - 1) / n * bytes / g.bandwidth_bytes_per_s;
+  return ccl::choose_allreduce(flat_group(g), link_model(g), bytes).seconds;
 }
 
 double reduce_scatter_seconds(double bytes, const GroupLink& g) {
   if (g.size <= 1 || bytes <= 0) return 0;
-  const double n = g.size;
-  return (n - 1) * g.latency_s + (n - 1) / n * bytes / g.bandwidth_bytes_per_s;
+  return ccl::choose_reduce_scatter(flat_group(g), link_model(g), bytes).seconds;
 }
 
 double allgather_seconds(double bytes, const GroupLink& g) { return reduce_scatter_seconds(bytes, g); }

@@ -1,5 +1,6 @@
 // Communication time by the alpha-beta cost of the algorithm ccl runs: time
 // = steps x latency + bytes on the busiest link / its achieved bandwidth.
+// The choice of algorithm and its cost are ccl's own (ccl/algorithm_choice.h).
 #pragma once
 
 #include "giant/planner/cluster_spec.h"
@@ -34,10 +35,13 @@ GroupLink group_link(const ClusterSpec& cluster, const Layout& layout, Axis axis
 // allreduces keep group_link's, spread over every NIC.
 GroupLink single_ring_link(const ClusterSpec& cluster, const GroupLink& group);
 
-// ccl's automatic allreduce: halving-doubling up to 256 KiB (2 log2 n steps),
-// ring above (2 (n-1) steps); both move 2 (n-1)/n x bytes per rank.
+// What ccl's automatic algorithm takes on a group whose ranks each talk over
+// the group's one link, with no shared memory between them: an allreduce
+// weighs halving-doubling (2 log2 n steps, up to ccl's
+// ccl.allreduce.halving_doubling_max_bytes) against the ring (2 (n-1)
+// steps), both moving 2 (n-1)/n x bytes per rank; a reduce-scatter or
+// allgather of `bytes` in total is the ring's (n-1) steps, (n-1)/n x bytes.
 double allreduce_seconds(double bytes, const GroupLink& link);
-// Ring reduce-scatter or allgather of `bytes` in total: (n-1) steps, (n-1)/n x bytes.
 double reduce_scatter_seconds(double bytes, const GroupLink& link);
 double allgather_seconds(double bytes, const GroupLink& link);
 // One message between two ranks.

@@ -1,6 +1,6 @@
 // The few global efficiency constants per device type: everything else in
 // the cost model comes from hardware specifications and formulas. They are
-// fitted once over all of ../shared/reference/published-runs.csv (see
+// fitted once over all of tests/planner/data/published-runs.csv (see
 // eval_runs.h, `giant plan --eval-csv ... --report-error`), never to
 // a single row; a device type without rows uses the all-type values.
 #pragma once

@@ -109,13 +109,6 @@ RunPrediction prediction_from(const PublishedRun& run, const Estimate& e) {
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 RunsTable parse_runs_csv(const std::string& text, const std::string& source) {
   RunsTable t;
   std::istringstream in(text);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "giant/base/statistics.h"  // median, for the errors
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/cost_model.h"
 #include "giant/planner/efficiency_constants.h"
@@ -92,7 +93,5 @@ std::vector<RowEvaluation> evaluate_rows(const RunsTable& table);
 // The rows again with pred_iter_s, pred_tflops_per_gpu and note added (the
 // predictions empty where a row has none), each row as wide as the header.
 void write_predictions_csv(const RunsTable& table, const std::vector<RowEvaluation>& rows, std::ostream& out);
-
-double median(std::vector<double> values);
 
 }  // namespace giant::planner

@@ -1,6 +1,6 @@
 // Memory per device: model states under each ZeRO stage (Rajbhandari et al.
 // 2020) and activations under each recomputation choice and schedule
-// (Korthikanti et al. 2022); see ../shared/reference/README.md.
+// (Korthikanti et al. 2022); see docs/reference/published-figures.md.
 #pragma once
 
 #include "giant/layout/layout.h"
@@ -35,8 +35,8 @@ struct ZeroEngine {
   // kept across its micro-batches, with its gradients accumulated in full
   // and reduce-scattered after the last one (false; only matters with pp).
   bool zero3_regather = true;
-  // DeepSpeed's ZeRO-3 as it is known to behave (../shared/reference/
-  // formats.md, "ZeRO-3 as the anchors run it"; its defaults): one
+  // DeepSpeed's ZeRO-3 as it is known to behave (docs/reference/formats.md,
+  // "ZeRO-3 as the anchors run it"; its defaults): one
   // collective per parameter tensor, not per layer; prefetch by elements
   // (stage3_prefetch_bucket_size 5e7), so a layer larger than that cannot be
   // gathered ahead while the previous layer computes: its first weight (qkv,

@@ -1,6 +1,6 @@
 // A GPT model as the planner sees it: its dimensions and the training batch,
 // and the formulas that follow from them (parameters, FLOPs), from Narayanan
-// et al. 2021 (../shared/reference/README.md), generalised to any ffn size.
+// et al. 2021 (docs/reference/published-figures.md), generalised to any ffn size.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 
 #include "giant/base/timer.h"
 #include "giant/models/layer_norm.h"
-#include "giant/planner/eval_runs.h"
+#include "giant/base/statistics.h"
 #include "giant/train/precision_choice.h"
 
 namespace giant::train {
@@ -22,7 +22,7 @@ double median_seconds(const std::function<void()>& fn, int repeats) {
     fn();
     times.push_back(watch.seconds());
   }
-  return planner::median(times);
+  return median(times);
 }
 
 // FLOP/s of a linear layer's GEMMs as training runs them, for m rows, k

@@ -1,15 +1,10 @@
 #include "giant/train/run_report.h"
 
-#include <algorithm>
 #include <cstdio>
 
-namespace giant::train {
+#include "giant/base/statistics.h"
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+namespace giant::train {
 
 std::string fixed(double value, int digits) {
   char buffer[64];

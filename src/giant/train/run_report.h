@@ -40,7 +40,6 @@ class RunReporter {
   MemoryUse memory_peak_;
 };
 
-double median(std::vector<double> values);
 std::string fixed(double value, int digits);
 
 }  // namespace giant::train
