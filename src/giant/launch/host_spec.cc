@@ -49,7 +49,7 @@ HostSlots parse_entry(const std::string& entry) {
     bad("entry '" + entry + "': host '" + host.label +
         "' is not supported: giant launch runs ranks on this machine only (`local` or `netns:NAME`), "
         "remote hosts (ssh) are out of its scope; across machines use torchrun, srun or mpirun "
-        "(README, Bootstrap)");
+        "(docs/ccl.md, Bootstrap)");
   } else {
     bad("entry '" + entry + "' has no host (" + kForm + ")");
   }
