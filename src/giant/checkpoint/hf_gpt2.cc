@@ -84,14 +84,6 @@ std::vector<TensorPair> tensor_pairs(const models::GptConfig& m) {
   return pairs;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::ostringstream out;
-  out << '[';
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << ']';
-  return out.str();
-}
-
 // "dir/" and "dir" name the same folder; OUT.tmp must be a sibling of it.
 fs::path without_trailing_separator(const fs::path& path) {
   fs::path p = path.lexically_normal();

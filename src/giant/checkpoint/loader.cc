@@ -28,12 +28,6 @@ at::ScalarType scalar_type_of(DType dtype, const std::string& tensor) {
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
-  return text + "]";
-}
-
 // The part of a target that a piece covers, as views of both (none: they
 // do not meet).
 struct Overlap {

@@ -14,58 +14,57 @@ namespace {
 
 using Json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& file, const std::string& what) { throw FormatError(file + ": " + what); }
 
 // Typed reads of a JSON object's fields, each error naming the field.
 class Fields {
  public:
   Fields(const Json& object, std::string file, std::string where)
       : object_(object), file_(std::move(file)), where_(std::move(where)) {
-    if (!object_.is_object()) fail(file_, where_ + " must be an object");
+    if (!object_.is_object()) fail_in_file(file_, where_ + " must be an object");
   }
   const Json& at(const std::string& key) const {
     const auto found = object_.find(key);
-    if (found == object_.end()) fail(file_, name(key) + " is missing");
+    if (found == object_.end()) fail_in_file(file_, name(key) + " is missing");
     return *found;
   }
   int64_t integer(const std::string& key, int64_t min = 0, int64_t max = std::numeric_limits<int64_t>::max()) const {
     const Json& v = at(key);
-    if (!v.is_number_integer()) fail(file_, name(key) + " must be an integer, got " + v.dump());
+    if (!v.is_number_integer()) fail_in_file(file_, name(key) + " must be an integer, got " + v.dump());
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max)) {
-      fail(file_, name(key) + " is out of range: " + v.dump());
+      fail_in_file(file_, name(key) + " is out of range: " + v.dump());
     }
     const auto value = v.get<int64_t>();
-    if (value < min || value > max) fail(file_, name(key) + " is out of range: " + v.dump());
+    if (value < min || value > max) fail_in_file(file_, name(key) + " is out of range: " + v.dump());
     return value;
   }
   double real(const std::string& key) const {
     const Json& v = at(key);
-    if (!v.is_number()) fail(file_, name(key) + " must be a number, got " + v.dump());
+    if (!v.is_number()) fail_in_file(file_, name(key) + " must be a number, got " + v.dump());
     return v.get<double>();
   }
   bool boolean(const std::string& key) const {
     const Json& v = at(key);
-    if (!v.is_boolean()) fail(file_, name(key) + " must be true or false, got " + v.dump());
+    if (!v.is_boolean()) fail_in_file(file_, name(key) + " must be true or false, got " + v.dump());
     return v.get<bool>();
   }
   std::string text(const std::string& key) const {
     const Json& v = at(key);
-    if (!v.is_string()) fail(file_, name(key) + " must be a string, got " + v.dump());
+    if (!v.is_string()) fail_in_file(file_, name(key) + " must be a string, got " + v.dump());
     return v.get<std::string>();
   }
   const Json& array(const std::string& key) const {
     const Json& v = at(key);
-    if (!v.is_array()) fail(file_, name(key) + " must be an array");
+    if (!v.is_array()) fail_in_file(file_, name(key) + " must be an array");
     return v;
   }
   std::vector<int64_t> sizes(const std::string& key) const {
     const Json& v = array(key);
-    if (v.size() > 64) fail(file_, name(key) + " has more than 64 dimensions");
+    if (v.size() > 64) fail_in_file(file_, name(key) + " has more than 64 dimensions");
     std::vector<int64_t> out;
     for (const Json& d : v) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0 ||
           (d.is_number_unsigned() && d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
-        fail(file_, name(key) + " must hold non-negative integers, got " + v.dump());
+        fail_in_file(file_, name(key) + " must hold non-negative integers, got " + v.dump());
       }
       out.push_back(d.get<int64_t>());
     }
@@ -103,12 +102,12 @@ models::GptConfig model_from(const Fields& f) {
   } else if (activation == "gelu_tanh") {
     m.activation = models::Activation::gelu_tanh;
   } else {
-    fail(f.file(), f.name("activation") + " must be gelu or gelu_tanh, got '" + activation + "'");
+    fail_in_file(f.file(), f.name("activation") + " must be gelu or gelu_tanh, got '" + activation + "'");
   }
   try {
     m.validate();
   } catch (const ConfigError& e) {
-    fail(f.file(), std::string("the model is invalid: ") + e.what());
+    fail_in_file(f.file(), std::string("the model is invalid: ") + e.what());
   }
   return m;
 }
@@ -181,7 +180,7 @@ Json run_keys_json(const std::map<std::string, std::string>& keys) {
 std::map<std::string, std::string> run_keys_from(const Fields& f, const Json& object) {
   std::map<std::string, std::string> keys;
   for (const auto& item : object.items()) {
-    if (item.value().is_object()) fail(f.file(), f.name(item.key()) + " must be a key's value, got an object");
+    if (item.value().is_object()) fail_in_file(f.file(), f.name(item.key()) + " must be a key's value, got an object");
     keys[item.key()] = item.value().dump();
   }
   return keys;
@@ -215,7 +214,7 @@ std::vector<FileEntry> files_from(const Fields& root) {
     const Fields f(item, root.file(), "files[" + std::to_string(files.size()) + "]");
     FileEntry e;
     e.name = f.text("name");
-    if (!plain_file_name(e.name)) fail(root.file(), f.name("name") + " '" + e.name + "' is not a plain file name");
+    if (!plain_file_name(e.name)) fail_in_file(root.file(), f.name("name") + " '" + e.name + "' is not a plain file name");
     e.bytes = static_cast<uint64_t>(f.integer("bytes"));
     e.crc32c = static_cast<uint32_t>(f.integer("crc32c", 0, 0xFFFFFFFFll));
     files.push_back(e);
@@ -227,16 +226,16 @@ std::vector<FileEntry> files_from(const Fields& root) {
 std::vector<std::string> tokenizer_files_from(const Json& root, const std::string& file) {
   const auto found = root.find("tokenizer_files");
   if (found == root.end()) return {};  // written before checkpoints carried them
-  if (!found->is_array()) fail(file, "tokenizer_files must be an array");
+  if (!found->is_array()) fail_in_file(file, "tokenizer_files must be an array");
   std::vector<std::string> names;
   for (const Json& item : *found) {
     if (!item.is_string() || !plain_file_name(item.get<std::string>())) {
-      fail(file, "tokenizer_files[" + std::to_string(names.size()) + "] " + item.dump() + " is not a plain file name");
+      fail_in_file(file, "tokenizer_files[" + std::to_string(names.size()) + "] " + item.dump() + " is not a plain file name");
     }
     names.push_back(item.get<std::string>());
   }
   std::sort(names.begin(), names.end());
-  if (std::adjacent_find(names.begin(), names.end()) != names.end()) fail(file, "tokenizer_files lists a file twice");
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) fail_in_file(file, "tokenizer_files lists a file twice");
   return names;
 }
 
@@ -248,13 +247,13 @@ std::vector<TensorEntry> tensors_from(const Fields& root) {
     t.name = f.text("name");
     const std::string dtype = f.text("dtype");
     const auto parsed = parse_dtype(dtype);
-    if (!parsed) fail(root.file(), f.name("dtype") + " '" + dtype + "' is unknown");
+    if (!parsed) fail_in_file(root.file(), f.name("dtype") + " '" + dtype + "' is unknown");
     t.dtype = *parsed;
     t.shape = f.sizes("shape");
     for (const Json& piece_json : f.array("pieces")) {
       const Fields p(piece_json, root.file(), "tensor '" + t.name + "' piece " + std::to_string(t.pieces.size()));
       Piece piece{p.text("file"), p.text("key"), p.sizes("offset"), p.sizes("shape")};
-      if (!plain_file_name(piece.file)) fail(root.file(), p.name("file") + " '" + piece.file + "' is not a plain file name");
+      if (!plain_file_name(piece.file)) fail_in_file(root.file(), p.name("file") + " '" + piece.file + "' is not a plain file name");
       t.pieces.push_back(std::move(piece));
     }
     tensors.push_back(std::move(t));
@@ -263,7 +262,7 @@ std::vector<TensorEntry> tensors_from(const Fields& root) {
 }
 
 // Each piece inside its tensor, and the pieces tiling it: no overlap, no gap.
-void check_pieces(const TensorEntry& t, const std::string& file) {
+void check_pieces_tile(const TensorEntry& t, const std::string& file) {
   long double total = 1;
   for (int64_t d : t.shape) total *= static_cast<long double>(d);
   long double covered = 0;
@@ -271,12 +270,12 @@ void check_pieces(const TensorEntry& t, const std::string& file) {
     const Piece& p = t.pieces[i];
     const std::string where = "tensor '" + t.name + "' piece " + std::to_string(i) + " (" + p.key + ")";
     if (p.offset.size() != t.shape.size() || p.shape.size() != t.shape.size()) {
-      fail(file, where + " has another number of dimensions than the tensor");
+      fail_in_file(file, where + " has another number of dimensions than the tensor");
     }
     long double volume = 1;
     for (size_t k = 0; k < t.shape.size(); ++k) {
       if (p.offset[k] > t.shape[k] || p.shape[k] > t.shape[k] - p.offset[k]) {
-        fail(file, where + " reaches outside the tensor along dimension " + std::to_string(k));
+        fail_in_file(file, where + " reaches outside the tensor along dimension " + std::to_string(k));
       }
       volume *= static_cast<long double>(p.shape[k]);
     }
@@ -287,11 +286,11 @@ void check_pieces(const TensorEntry& t, const std::string& file) {
       for (size_t k = 0; k < t.shape.size() && meet; ++k) {
         meet = p.offset[k] < q.offset[k] + q.shape[k] && q.offset[k] < p.offset[k] + p.shape[k];
       }
-      if (meet) fail(file, where + " overlaps piece " + std::to_string(j) + " (" + q.key + ")");
+      if (meet) fail_in_file(file, where + " overlaps piece " + std::to_string(j) + " (" + q.key + ")");
     }
   }
   if (covered != total) {
-    fail(file, "tensor '" + t.name + "' is missing pieces: they cover " + std::to_string(static_cast<double>(covered)) +
+    fail_in_file(file, "tensor '" + t.name + "' is missing pieces: they cover " + std::to_string(static_cast<double>(covered)) +
                    " of its " + std::to_string(static_cast<double>(total)) + " elements");
   }
 }
@@ -303,7 +302,7 @@ void sort_by_name(std::vector<T>& items) {
 
 Json parse_object(std::string_view json, const std::string& file) {
   Json root = Json::parse(json.begin(), json.end(), nullptr, false);
-  if (root.is_discarded() || !root.is_object()) fail(file, "is not a JSON object");
+  if (root.is_discarded() || !root.is_object()) fail_in_file(file, "is not a JSON object");
   return root;
 }
 
@@ -350,11 +349,11 @@ std::string manifest_to_json(const Manifest& m) {
 Manifest manifest_from_json(std::string_view json, const std::string& file) {
   const Json root = parse_object(json, file);
   const Fields f(root, file, "");
-  if (f.text("format") != "giant-checkpoint") fail(file, "is not a Giant checkpoint manifest (format is not giant-checkpoint)");
+  if (f.text("format") != "giant-checkpoint") fail_in_file(file, "is not a Giant checkpoint manifest (format is not giant-checkpoint)");
   Manifest m;
   m.format_version = static_cast<int>(f.integer("format_version", 0, 1 << 20));
   if (m.format_version != kFormatVersion) {
-    fail(file, "format_version " + std::to_string(m.format_version) + " is not the version this Giant reads (" +
+    fail_in_file(file, "format_version " + std::to_string(m.format_version) + " is not the version this Giant reads (" +
                    std::to_string(kFormatVersion) + ")");
   }
   m.model = model_from(Fields(f.at("model"), file, "model"));
@@ -373,23 +372,23 @@ Manifest manifest_from_json(std::string_view json, const std::string& file) {
   sort_by_name(m.files);
   sort_by_name(m.tensors);
   for (size_t i = 1; i < m.files.size(); ++i) {
-    if (m.files[i].name == m.files[i - 1].name) fail(file, "file '" + m.files[i].name + "' is listed twice");
+    if (m.files[i].name == m.files[i - 1].name) fail_in_file(file, "file '" + m.files[i].name + "' is listed twice");
   }
   for (size_t i = 1; i < m.tensors.size(); ++i) {
-    if (m.tensors[i].name == m.tensors[i - 1].name) fail(file, "tensor '" + m.tensors[i].name + "' is listed twice");
+    if (m.tensors[i].name == m.tensors[i - 1].name) fail_in_file(file, "tensor '" + m.tensors[i].name + "' is listed twice");
   }
   auto listed_in_files = [&](const std::string& name) {
     return std::any_of(m.files.begin(), m.files.end(), [&](const FileEntry& e) { return e.name == name; });
   };
   for (const auto& name : m.tokenizer_files) {
-    if (!listed_in_files(name)) fail(file, "tokenizer file '" + name + "' is not among the manifest's files");
+    if (!listed_in_files(name)) fail_in_file(file, "tokenizer file '" + name + "' is not among the manifest's files");
   }
   for (const auto& t : m.tensors) {
     for (const auto& p : t.pieces) {
       const bool listed = listed_in_files(p.file);
-      if (!listed) fail(file, "tensor '" + t.name + "' has a piece in '" + p.file + "', which the manifest does not list");
+      if (!listed) fail_in_file(file, "tensor '" + t.name + "' has a piece in '" + p.file + "', which the manifest does not list");
     }
-    check_pieces(t, file);
+    check_pieces_tile(t, file);
   }
   return m;
 }
@@ -429,14 +428,14 @@ Manifest read_manifest(const std::filesystem::path& checkpoint_dir) {
   const std::filesystem::path path = checkpoint_dir / "manifest.json";
   const std::string file = path.string();
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(file, "cannot be read (is '" + checkpoint_dir.string() + "' a checkpoint?)");
+  if (!in) fail_in_file(file, "cannot be read (is '" + checkpoint_dir.string() + "' a checkpoint?)");
   in.seekg(0, std::ios::end);
   const auto size = static_cast<uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
-  if (size > (uint64_t{256} << 20)) fail(file, "is " + std::to_string(size) + " bytes, more than a manifest can be");
+  if (size > (uint64_t{256} << 20)) fail_in_file(file, "is " + std::to_string(size) + " bytes, more than a manifest can be");
   in.seekg(0);
   std::string text(size, '\0');
   in.read(text.data(), static_cast<std::streamsize>(size));
-  if (!in) fail(file, "cannot be read");
+  if (!in) fail_in_file(file, "cannot be read");
   return manifest_from_json(text, file);
 }
 

@@ -37,7 +37,6 @@ const DTypeInfo& info_of(DType dtype) {
   return kDTypes[1];
 }
 
-[[noreturn]] void fail(const std::string& file, const std::string& what) { throw FormatError(file + ": " + what); }
 
 std::string system_error() { return std::strerror(errno); }
 
@@ -45,51 +44,51 @@ std::string system_error() { return std::strerror(errno); }
 uint64_t unsigned_of(const Json& value, const std::string& file, const std::string& what) {
   if (!value.is_number_unsigned()) {
     if (value.is_number_integer() && value.get<int64_t>() >= 0) return value.get<uint64_t>();
-    fail(file, what + " must be a non-negative integer, got " + value.dump());
+    fail_in_file(file, what + " must be a non-negative integer, got " + value.dump());
   }
   return value.get<uint64_t>();
 }
 
 TensorInfo parse_entry(const std::string& name, const Json& entry, uint64_t data_bytes, const std::string& file) {
   const std::string where = "tensor '" + name + "'";
-  if (!entry.is_object()) fail(file, where + " must be an object");
+  if (!entry.is_object()) fail_in_file(file, where + " must be an object");
   for (const auto& item : entry.items()) {
     if (item.key() != "dtype" && item.key() != "shape" && item.key() != "data_offsets") {
-      fail(file, where + " has an unknown field '" + item.key() + "'");
+      fail_in_file(file, where + " has an unknown field '" + item.key() + "'");
     }
   }
   if (!entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
-    fail(file, where + " needs dtype, shape and data_offsets");
+    fail_in_file(file, where + " needs dtype, shape and data_offsets");
   }
   TensorInfo info;
   info.name = name;
   const Json& dtype = entry["dtype"];
   const auto parsed = dtype.is_string() ? parse_dtype(dtype.get<std::string>()) : std::nullopt;
-  if (!parsed) fail(file, where + " has an unknown dtype " + dtype.dump());
+  if (!parsed) fail_in_file(file, where + " has an unknown dtype " + dtype.dump());
   info.dtype = *parsed;
   const Json& shape = entry["shape"];
-  if (!shape.is_array() || shape.size() > 64) fail(file, where + ": shape must be an array of at most 64 sizes");
+  if (!shape.is_array() || shape.size() > 64) fail_in_file(file, where + ": shape must be an array of at most 64 sizes");
   uint64_t elements = 1;
   for (const Json& size : shape) {
     const uint64_t d = unsigned_of(size, file, where + ": a shape entry");
     if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
         (d != 0 && elements > std::numeric_limits<uint64_t>::max() / d)) {
-      fail(file, where + ": shape " + shape.dump() + " overflows");
+      fail_in_file(file, where + ": shape " + shape.dump() + " overflows");
     }
     elements *= d;
     info.shape.push_back(static_cast<int64_t>(d));
   }
   const Json& offsets = entry["data_offsets"];
-  if (!offsets.is_array() || offsets.size() != 2) fail(file, where + ": data_offsets must be [begin, end]");
+  if (!offsets.is_array() || offsets.size() != 2) fail_in_file(file, where + ": data_offsets must be [begin, end]");
   info.begin = unsigned_of(offsets[0], file, where + ": data_offsets");
   info.end = unsigned_of(offsets[1], file, where + ": data_offsets");
   if (info.begin > info.end || info.end > data_bytes) {
-    fail(file, where + ": data_offsets " + offsets.dump() + " are outside the data section of " +
+    fail_in_file(file, where + ": data_offsets " + offsets.dump() + " are outside the data section of " +
                    std::to_string(data_bytes) + " bytes");
   }
   const size_t size = dtype_size(info.dtype);
   if (elements > std::numeric_limits<uint64_t>::max() / size || info.bytes() != elements * size) {
-    fail(file, where + ": data_offsets " + offsets.dump() + " hold " + std::to_string(info.bytes()) +
+    fail_in_file(file, where + ": data_offsets " + offsets.dump() + " hold " + std::to_string(info.bytes()) +
                    " bytes, its " + dtype_name(info.dtype) + " shape " + shape.dump() + " needs " +
                    std::to_string(elements) + " x " + std::to_string(size));
   }
@@ -112,8 +111,8 @@ void read_all(int fd, void* dest, uint64_t offset, uint64_t bytes, const std::st
   while (bytes > 0) {
     const ssize_t n = ::pread(fd, at, std::min<uint64_t>(bytes, uint64_t{1} << 30), static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(file, "cannot read: " + system_error());
-    if (n == 0) fail(file, "truncated: ends before byte " + std::to_string(offset + bytes));
+    if (n < 0) fail_in_file(file, "cannot read: " + system_error());
+    if (n == 0) fail_in_file(file, "truncated: ends before byte " + std::to_string(offset + bytes));
     at += n;
     offset += static_cast<uint64_t>(n);
     bytes -= static_cast<uint64_t>(n);
@@ -121,6 +120,14 @@ void read_all(int fd, void* dest, uint64_t offset, uint64_t bytes, const std::st
 }
 
 }  // namespace
+
+void fail_in_file(const std::string& file, const std::string& what) { throw FormatError(file + ": " + what); }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
 
 size_t dtype_size(DType dtype) { return info_of(dtype).size; }
 const char* dtype_name(DType dtype) { return info_of(dtype).name; }
@@ -148,18 +155,18 @@ const TensorInfo* SafetensorsHeader::find(std::string_view name) const {
 SafetensorsHeader parse_safetensors_header(std::string_view header_json, uint64_t file_size, const std::string& file) {
   SafetensorsHeader header;
   if (header_json.size() > kMaxHeaderBytes || file_size < 8 + header_json.size()) {
-    fail(file, "a header of " + std::to_string(header_json.size()) + " bytes does not fit a file of " +
+    fail_in_file(file, "a header of " + std::to_string(header_json.size()) + " bytes does not fit a file of " +
                    std::to_string(file_size));
   }
   header.data_offset = 8 + header_json.size();
   const uint64_t data_bytes = file_size - header.data_offset;
   const Json root = Json::parse(header_json.begin(), header_json.end(), nullptr, false);
-  if (root.is_discarded() || !root.is_object()) fail(file, "the header is not a JSON object");
+  if (root.is_discarded() || !root.is_object()) fail_in_file(file, "the header is not a JSON object");
   for (const auto& item : root.items()) {
     if (item.key() == "__metadata__") {
-      if (!item.value().is_object()) fail(file, "__metadata__ must be an object of strings");
+      if (!item.value().is_object()) fail_in_file(file, "__metadata__ must be an object of strings");
       for (const auto& meta : item.value().items()) {
-        if (!meta.value().is_string()) fail(file, "__metadata__ '" + meta.key() + "' must be a string");
+        if (!meta.value().is_string()) fail_in_file(file, "__metadata__ '" + meta.key() + "' must be a string");
         header.metadata[meta.key()] = meta.value().get<std::string>();
       }
       continue;
@@ -171,13 +178,13 @@ SafetensorsHeader parse_safetensors_header(std::string_view header_json, uint64_
   uint64_t covered = 0;  // the data must be tiled exactly: no hole, no overlap
   for (const auto& t : header.tensors) {
     if (t.begin != covered) {
-      fail(file, "tensor '" + t.name + "' starts at byte " + std::to_string(t.begin) + " of the data, expected " +
+      fail_in_file(file, "tensor '" + t.name + "' starts at byte " + std::to_string(t.begin) + " of the data, expected " +
                      std::to_string(covered) + (t.begin < covered ? " (it overlaps another)" : " (a hole before it)"));
     }
     covered = t.end;
   }
   if (covered != data_bytes) {
-    fail(file, "the tensors hold " + std::to_string(covered) + " bytes but the data section has " +
+    fail_in_file(file, "the tensors hold " + std::to_string(covered) + " bytes but the data section has " +
                    std::to_string(data_bytes));
   }
   return header;
@@ -229,18 +236,18 @@ WrittenFile write_safetensors(const std::filesystem::path& path, const std::vect
 SafetensorsReader::SafetensorsReader(const std::filesystem::path& path) : path_(path) {
   const std::string file = path.string();
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) fail(file, "cannot open: " + system_error());
+  if (fd_ < 0) fail_in_file(file, "cannot open: " + system_error());
   try {
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail(file, "cannot stat: " + system_error());
+    if (::fstat(fd_, &st) != 0) fail_in_file(file, "cannot stat: " + system_error());
     file_size_ = static_cast<uint64_t>(st.st_size);
-    if (file_size_ < 8) fail(file, "truncated: " + std::to_string(file_size_) + " bytes, less than the 8-byte header length");
+    if (file_size_ < 8) fail_in_file(file, "truncated: " + std::to_string(file_size_) + " bytes, less than the 8-byte header length");
     unsigned char length_bytes[8];
     read_all(fd_, length_bytes, 0, 8, file);
     uint64_t length = 0;
     for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
     if (length > kMaxHeaderBytes || length > file_size_ - 8) {
-      fail(file, "the header length " + std::to_string(length) + " does not fit a file of " +
+      fail_in_file(file, "the header length " + std::to_string(length) + " does not fit a file of " +
                      std::to_string(file_size_) + " bytes (truncated or not safetensors)");
     }
     std::string text(length, '\0');
@@ -276,9 +283,9 @@ SafetensorsReader& SafetensorsReader::operator=(SafetensorsReader&& other) noexc
 
 void SafetensorsReader::read(std::string_view name, void* dest, uint64_t offset, uint64_t bytes) const {
   const TensorInfo* t = header_.find(name);
-  if (t == nullptr) fail(path_.string(), "has no tensor '" + std::string(name) + "'");
+  if (t == nullptr) fail_in_file(path_.string(), "has no tensor '" + std::string(name) + "'");
   if (offset > t->bytes() || bytes > t->bytes() - offset) {
-    fail(path_.string(), "bytes [" + std::to_string(offset) + ", +" + std::to_string(bytes) + ") are outside tensor '" +
+    fail_in_file(path_.string(), "bytes [" + std::to_string(offset) + ", +" + std::to_string(bytes) + ") are outside tensor '" +
                              t->name + "' of " + std::to_string(t->bytes()));
   }
   read_all(fd_, dest, header_.data_offset + t->begin + offset, bytes, path_.string());
@@ -289,7 +296,7 @@ void SafetensorsReader::read(const TensorInfo& tensor, void* dest) const { read(
 uint32_t file_crc32c(const std::filesystem::path& path) {
   const std::string file = path.string();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(file, "cannot open: " + system_error());
+  if (fd < 0) fail_in_file(file, "cannot open: " + system_error());
   std::vector<char> block(size_t{8} << 20);
   uint32_t crc = 0;
   off_t offset = 0;
@@ -302,7 +309,7 @@ uint32_t file_crc32c(const std::filesystem::path& path) {
     if (n < 0) {
       const std::string why = system_error();
       ::close(fd);
-      fail(file, "cannot read: " + why);
+      fail_in_file(file, "cannot read: " + why);
     }
     if (n == 0) break;
     offset += n;

@@ -19,12 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i > 0 ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 std::string hex32(uint32_t value) {
   char text[16];
   std::snprintf(text, sizeof text, "%08x", value);

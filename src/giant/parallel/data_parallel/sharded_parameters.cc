@@ -15,8 +15,8 @@ namespace giant::parallel {
 namespace {
 
 // Calls back once a parameter's gradient is accumulated.
-struct ReadyHook : torch::autograd::FunctionPostHook {
-  explicit ReadyHook(std::function<void()> ready) : ready_(std::move(ready)) {}
+struct AccumulatedHook : torch::autograd::FunctionPostHook {
+  explicit AccumulatedHook(std::function<void()> ready) : ready_(std::move(ready)) {}
   torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
                                             const torch::autograd::variable_list&) override {
     ready_();
@@ -274,7 +274,7 @@ ShardedParameters::ShardedParameters(std::vector<LayerStack>& chunks, std::vecto
     auto accumulator = torch::autograd::impl::grad_accumulator(s.parameters[i]);
     GIANT_CHECK(accumulator != nullptr, "parameter ", i, " is not a leaf that requires a gradient");
     State* state = state_.get();
-    s.hook_keys.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>([state, i] { state->mark_ready(i); })));
+    s.hook_keys.push_back(accumulator->add_post_hook(std::make_unique<AccumulatedHook>([state, i] { state->mark_ready(i); })));
     s.accumulators.push_back(std::move(accumulator));
   }
   for (size_t c = 0; c < s.chunks.size(); ++c) {
