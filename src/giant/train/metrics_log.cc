@@ -13,24 +13,24 @@
 namespace giant::train {
 namespace {
 
-using Json = nlohmann::ordered_json;  // fields keep the order they are added in
+using OrderedJson = nlohmann::ordered_json;  // fields keep the order they are added in
 
 // JSON has no NaN or infinity (the library would write null): a string keeps
 // what the value was.
-Json number(double value) {
+OrderedJson number(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return value;
 }
 
-std::string line_of(const Json& record) {
+std::string line_of(const OrderedJson& record) {
   // Replacing, not throwing, on ill-formed UTF-8: a record is never lost.
-  return record.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return record.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
 // Bytes by kind (MemoryUse's fields), without the process's RSS.
-Json memory_bytes(const MemoryUse& m) {
-  Json record;
+OrderedJson memory_bytes(const MemoryUse& m) {
+  OrderedJson record;
   record["parameters"] = m.parameters;
   record["gradients"] = m.gradients;
   record["optimizer_state"] = m.optimizer_state;
@@ -48,7 +48,7 @@ std::string records_through(const std::string& path, int64_t step) {
   std::ifstream in(path);
   std::string kept;
   for (std::string line; std::getline(in, line);) {
-    const Json record = Json::parse(line, nullptr, false);
+    const OrderedJson record = OrderedJson::parse(line, nullptr, false);
     if (record.is_discarded() || !record.is_object() || record.contains("summary")) continue;
     const auto found = record.find("step");
     if (found == record.end() || !found->is_number_integer() || found->get<int64_t>() > step) continue;
@@ -68,7 +68,7 @@ MetricsLog::MetricsLog(const std::string& path, std::optional<int64_t> resumed_s
 }
 
 void MetricsLog::step(const StepReport& r, double comm_wait_s) {
-  Json record;
+  OrderedJson record;
   record["step"] = r.step;
   record["time"] = iso8601_utc(WallClock::now());
   record["loss"] = number(r.loss);
@@ -91,14 +91,14 @@ void MetricsLog::step(const StepReport& r, double comm_wait_s) {
 }
 
 void MetricsLog::evaluation(int64_t step, double val_loss) {
-  Json record;
+  OrderedJson record;
   record["step"] = step;
   record["val_loss"] = number(val_loss);
   write(line_of(record));
 }
 
 void MetricsLog::summary(const TrainSummary& s) {
-  Json record;
+  OrderedJson record;
   record["summary"] = true;
   record["steps"] = s.steps;
   record["last_step"] = s.last_step;
