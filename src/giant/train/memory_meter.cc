@@ -56,12 +56,10 @@ MemoryUse MemoryMeter::held(bool from_peaks) const {
   }
   use.parameters = distinct_bytes(holders_.parameters);
   std::vector<at::Tensor> gradients;
-  if (sync && sync->zero_stage() >= 2) {
-    for (const auto& owned : sync->owned_parameters()) gradients.push_back(owned.grad());
+  if (sync) {
+    gradients = sync->gradients();
   } else {
-    for (size_t i = 0; i < holders_.parameters.size(); ++i) {
-      gradients.push_back(sync ? sync->grad_view(i) : holders_.parameters[i].grad());
-    }
+    for (const auto& p : holders_.parameters) gradients.push_back(p.grad());
   }
   use.gradients = distinct_bytes(gradients);
   return use;

@@ -1,13 +1,13 @@
 #include "giant/parallel/data_parallel/gradient_reducer.h"
 
+#include <algorithm>
+
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
-#include "giant/ccl/shared_buffer.h"
-#include "giant/parallel/tensor_collectives.h"
 
 namespace giant::parallel {
 namespace {
@@ -25,15 +25,6 @@ struct ReadyHook : torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-at::Tensor GradientReducer::bucket_storage(int64_t elements, const at::TensorOptions& options) {
-  // On the host, a shared buffer: the allreduce then reads the other ranks'
-  // buckets in place instead of copying each through shared memory.
-  if (comm_ == nullptr || !options.device().is_cpu()) return torch::zeros({elements}, options);
-  auto shared = ccl::allocate_shared_buffer(*comm_, static_cast<size_t>(elements) * options.dtype().itemsize());
-  void* data = shared->data();
-  return torch::from_blob(data, {elements}, [shared](void*) mutable { shared.reset(); }, options);
-}
-
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
                                  int64_t bucket_bytes, int zero_stage,
                                  c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
@@ -46,82 +37,22 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, int64_t buc
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm,
                                  int64_t bucket_bytes, int zero_stage,
                                  c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
-    : parameters_(std::move(parameters)), comm_(comm), bucket_of_(parameters_.size()),
-      grad_views_(parameters_.size()),
-      other_dtype_(parameters_.size()),
-      view_has_step_(parameters_.size()),
-      offset_in_bucket_(parameters_.size()),
-      in_round_(parameters_.size()),
-      zero_stage_(zero_stage),
-      shard_optimizer_(zero_stage >= 1) {
+    : parameters_(std::move(parameters)), zero_stage_(zero_stage) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
   GIANT_CHECK(zero_stage_ >= 0 && zero_stage_ <= 2, "GradientReducer runs ZeRO stages 0-2, not ", zero_stage_);
-  GIANT_CHECK(comm_ != nullptr || !shard_optimizer_, "a sharded optimizer needs a communicator");
-  const int ranks = comm_ ? comm_->size() : 1;
-  // Group by dtype and device too: a bucket is one flat tensor.
-  std::vector<std::vector<size_t>> groups;
-  int64_t bytes = 0;
-  std::vector<bool> is_alone(parameters_.size());
-  for (size_t i : alone) is_alone.at(i) = true;
-  for (size_t i = parameters_.size(); i-- > 0;) {
-    const at::Tensor& p = parameters_[i];
-    const int64_t element_bytes = grad_dtype ? c10::elementSize(*grad_dtype) : p.element_size();
-    const int64_t size = p.numel() * element_bytes;
-    const bool fits = !groups.empty() && bytes + size <= bucket_bytes && !is_alone[i] &&
-                      !is_alone[groups.back().front()] &&
-                      parameters_[groups.back().front()].scalar_type() == p.scalar_type() &&
-                      parameters_[groups.back().front()].device() == p.device();
-    if (!fits) {
-      groups.emplace_back();
-      bytes = 0;
-    }
-    groups.back().push_back(i);
-    bytes += size;
+  GIANT_CHECK(comm != nullptr || zero_stage_ == 0, "a sharded optimizer needs a communicator");
+  const bool sharded = zero_stage_ >= 1;
+  layout_ = lay_out_buckets(parameters_, bucket_bytes, grad_dtype, alone, sharded ? comm->size() : 1);
+  if (zero_stage_ == 2) {
+    engine_ = std::make_unique<ReduceScatterRounds>(layout_, parameters_, *comm);
+  } else {
+    engine_ = std::make_unique<AllreduceBuckets>(layout_, parameters_, comm, /*scatter=*/sharded);
   }
-  buckets_.resize(groups.size());
-  for (size_t b = 0; b < groups.size(); ++b) {
-    int64_t elements = 0;
-    for (size_t i : groups[b]) elements += parameters_[i].numel();
-    // Sharded: padded to equal blocks (the padding stays zero).
-    if (shard_optimizer_) elements = (elements + ranks - 1) / ranks * ranks;
-    const at::Tensor& first = parameters_[groups[b].front()];
-    const auto options = first.options().requires_grad(false);
-    const auto bucket_options = grad_dtype ? options.dtype(*grad_dtype) : options;
-    Bucket& bucket = buckets_[b];
-    bucket.elements = elements;
-    bucket.parameters = groups[b].size();
-    // Stage 2 keeps no whole bucket: its rounds are staged (gradient_rounds.cc).
-    if (zero_stage_ < 2) bucket.buffer = bucket_storage(elements, bucket_options);
-    staging_elements_ = std::max(staging_elements_, elements);
-    int64_t offset = 0;
-    for (size_t i : groups[b]) {
-      at::Tensor& p = parameters_[i];
-      offset_in_bucket_[i] = offset;
-      bucket_of_[i] = b;
-      offset += p.numel();
-      if (zero_stage_ >= 2) continue;
-      grad_views_[i] = bucket.buffer.narrow(0, offset_in_bucket_[i], p.numel()).view(p.sizes());
-      other_dtype_[i] = grad_views_[i].scalar_type() != p.scalar_type();
-      if (!other_dtype_[i]) p.mutable_grad() = grad_views_[i];
-    }
-    bucket.content = offset;
-    bucket.members = groups[b];
-    if (zero_stage_ >= 2) {
-      bucket.shard_grad = torch::zeros({elements / ranks}, bucket_options);
-      staging_options_ = bucket_options;
-    }
+  if (sharded) {
+    shards_ = std::make_unique<BucketParameterShards>(layout_, parameters_, *comm, *engine_);
+    record_owned(shards_->owned());
   }
-  if (shard_optimizer_) shard(groups);
-  if (zero_stage_ >= 2) {
-    constexpr int kStagingBuffers = 3;  // rounds being filled, launched and folded at once
-    for (int k = 0; k < kStagingBuffers; ++k) {
-      staging_slots_.push_back(bucket_storage(staging_elements_, staging_options_));
-      slot_state_.push_back(SlotState::free);
-      ++staging_buffers_;
-    }
-  }
-  update_held_bytes();
-  held_.peak = held_.now;
+  reset_peaks();
   for (size_t i = 0; i < parameters_.size(); ++i) {
     // The parameter holds its accumulator only weakly: keep it alive, or
     // the hook would vanish with the first graph.
@@ -132,36 +63,28 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
   }
 }
 
-void GradientReducer::shard(const std::vector<std::vector<size_t>>& groups) {
-  at::NoGradGuard no_grad;
-  const int64_t rank = comm_->rank();
-  for (size_t b = 0; b < groups.size(); ++b) {
-    Bucket& bucket = buckets_[b];
-    // In the parameters' dtype: with bf16 parameters the gather moves half the bytes.
-    bucket.parameters_buffer =
-        bucket_storage(bucket.elements, parameters_[groups[b].front()].options().requires_grad(false));
-    const int64_t block = bucket.elements / comm_->size();
-    const int64_t mine_begin = rank * block, mine_end = mine_begin + block;
-    int64_t offset = 0;
-    for (size_t i : groups[b]) {
-      at::Tensor& p = parameters_[i];
-      const int64_t n = p.numel();
-      at::Tensor flat = bucket.parameters_buffer.narrow(0, offset, n);
-      flat.copy_(p.reshape({n}));
-      // Every holder of the parameter (its module) sees the new storage.
-      p.set_data(flat.view(p.sizes()));
-      const int64_t begin = std::max(offset, mine_begin), end = std::min(offset + n, mine_end);
-      if (begin < end) {
-        at::Tensor owned = bucket.parameters_buffer.narrow(0, begin, end - begin);
-        owned.mutable_grad() = zero_stage_ >= 2 ? bucket.shard_grad.narrow(0, begin - mine_begin, end - begin)
-                                                : bucket.buffer.narrow(0, begin, end - begin);
-        owned_.push_back(owned);
-        owned_source_.push_back(i);
-        owned_offset_.push_back(begin - offset);
-      }
-      offset += n;
-    }
-  }
+GradientReducer::~GradientReducer() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  engine_.reset();  // reductions in flight first, then gathers
+  shards_.reset();
+}
+
+std::vector<UpdatePiece> GradientReducer::update_pieces() const {
+  if (shards_) return shards_->owned();
+  return whole_pieces(parameters_, engine_->whole_gradients());
+}
+
+std::vector<at::Tensor> GradientReducer::gradients() const {
+  if (!engine_->whole_gradients().empty()) return engine_->whole_gradients();
+  std::vector<at::Tensor> grads;
+  for (const auto& piece : shards_->owned()) grads.push_back(piece.tensor.grad());
+  return grads;
+}
+
+const at::Tensor& GradientReducer::grad_view(size_t parameter) const {
+  GIANT_CHECK(!engine_->whole_gradients().empty(),
+              "at ZeRO stage 2 no whole gradient outlives its reduction (read update_pieces())");
+  return engine_->whole_gradients().at(parameter);
 }
 
 void GradientReducer::gather_parameters() {
@@ -170,159 +93,52 @@ void GradientReducer::gather_parameters() {
 }
 
 void GradientReducer::gather_parameters_async() {
-  if (!shard_optimizer_ || comm_->size() == 1) return;
-  // Buckets hold the parameters in reverse: the last holds the first ones.
-  for (size_t b = buckets_.size(); b-- > 0;) {
-    Bucket& bucket = buckets_[b];
-    GIANT_CHECK(!bucket.gathering, "a parameter gather started while the previous one is in flight");
-    bucket.gather = allgather_blocks_async(bucket.parameters_buffer, *comm_);
-    bucket.gathering = true;
-  }
+  if (shards_) shards_->gather_async();
 }
 
 double GradientReducer::wait_parameters_through(size_t parameter) {
   GIANT_CHECK(parameter < parameters_.size(), "parameter ", parameter, " of ", parameters_.size());
   Stopwatch watch;
-  bool waited = false;
-  for (size_t b = buckets_.size(); b-- > bucket_of_[parameter];) {
-    Bucket& bucket = buckets_[b];
-    if (!bucket.gathering) continue;
-    bucket.gathering = false;
-    bucket.gather.wait();
-    waited = true;
-  }
+  const bool waited = shards_ && shards_->wait_from(layout_.places[parameter].bucket);
   return waited ? watch.seconds() : 0.0;
 }
 
 // Parameter 0 lies in the last bucket, the last parameter in the first.
 double GradientReducer::wait_parameters() { return wait_parameters_through(parameters_.size() - 1); }
 
-GradientReducer::~GradientReducer() {
-  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
-  for (auto& round : in_flight_) {
-    if (round.work.test()) continue;
-    comm_->abort("gradient reducer destroyed while a gradient round was in flight");
-    try {
-      round.work.wait();
-    } catch (...) {
-    }
-  }
-  for (auto& bucket : buckets_) {
-    for (auto [in_flight, work] : {std::pair{bucket.launched, &bucket.work}, {bucket.gathering, &bucket.gather}}) {
-      if (!in_flight || work->test()) continue;
-      // The peers are told; our buffers must outlive the operation.
-      comm_->abort("gradient reducer destroyed while a reduction or parameter gather was in flight");
-      try {
-        work->wait();
-      } catch (...) {
-      }
-    }
-  }
-}
-
 void GradientReducer::zero_grad() {
-  for (auto& bucket : buckets_) {
-    GIANT_CHECK(!bucket.launched, "zero_grad while a gradient reduction is in flight (call finish first)");
-    bucket.shard_has_step = false;
-  }
-  GIANT_CHECK(in_flight_.empty(), "zero_grad while a gradient round is in flight (call finish first)");
+  engine_->zero_grad();
   for (auto& p : parameters_) p.mutable_grad().reset();
-  std::fill(view_has_step_.begin(), view_has_step_.end(), false);
 }
 
-void GradientReducer::adopt_gradient(size_t parameter) {
-  at::Tensor& grad = parameters_[parameter].mutable_grad();
-  const at::Tensor& view = grad_views_[parameter];
-  if (grad.is_same(view)) return;  // accumulated in place
-  at::NoGradGuard no_grad;
-  if (view_has_step_[parameter]) {
-    if (grad.defined()) view.add_(grad);  // another dtype's later micro-batch
-  } else if (grad.defined()) {
-    view.copy_(grad);
-  } else {
-    view.zero_();
-  }
-  view_has_step_[parameter] = true;
-  // The bucket's own dtype accumulates in place from now on; another dtype
-  // comes fresh each micro-batch and is added above.
-  if (other_dtype_[parameter]) {
-    grad.reset();
-  } else {
-    grad = view;
-  }
-}
+void GradientReducer::begin_micro_batch(bool last) { engine_->begin_micro_batch(last); }
 
-void GradientReducer::begin_micro_batch(bool last) {
-  last_micro_batch_ = last;
-  for (auto& bucket : buckets_) bucket.ready = 0;
-  next_launch_ = 0;
-}
-
-void GradientReducer::mark_ready(size_t parameter) {
-  if (zero_stage_ >= 2) {
-    accept_into_round(parameter);
-    return;
-  }
-  adopt_gradient(parameter);
-  if (!last_micro_batch_) return;
-  Bucket& bucket = buckets_[bucket_of_[parameter]];
-  ++bucket.ready;
-  if (bucket.ready == bucket.parameters) launch_in_order();
-}
-
-void GradientReducer::launch_in_order() {
-  while (next_launch_ < buckets_.size() && buckets_[next_launch_].ready >= buckets_[next_launch_].parameters) {
-    Bucket& bucket = buckets_[next_launch_++];
-    if (comm_ != nullptr && comm_->size() > 1) {
-      bucket.work = shard_optimizer_ ? reduce_scatter_blocks_async(bucket.buffer, *comm_, ccl::ReduceOp::avg)
-                                     : allreduce_async(bucket.buffer, *comm_, ccl::ReduceOp::avg);
-    }
-    bucket.launched = true;
-  }
-}
+void GradientReducer::mark_ready(size_t parameter) { engine_->gradient_ready(parameter); }
 
 double GradientReducer::finish() {
-  if (zero_stage_ >= 2) return finish_rounds();
-  // Parameters backward did not reach (or gradients set by hand) join their
-  // buckets before these are launched.
-  for (size_t i = 0; i < parameters_.size(); ++i) adopt_gradient(i);
-  for (auto& bucket : buckets_) bucket.ready = bucket.parameters;
-  launch_in_order();
+  engine_->launch_remaining();
   Stopwatch watch;
   wait_parameters();  // normally done by the forward that used them
-  for (auto& bucket : buckets_) {
-    bucket.launched = false;
-    bucket.work.wait();
-  }
+  engine_->wait_reductions();
   return watch.seconds();
 }
 
-const at::Tensor& GradientReducer::grad_view(size_t parameter) const {
-  GIANT_CHECK(zero_stage_ < 2, "at ZeRO stage 2 no whole gradient outlives its reduction (read owned_parameters())");
-  return grad_views_.at(parameter);
-}
-
-HeldBytesReport GradientReducer::held_bytes() const { return held_; }
-
-void GradientReducer::update_held_bytes() {
-  HeldBytes& now = held_.now;
-  now = {};
-  for (const auto& bucket : buckets_) {
-    if (bucket.parameters_buffer.defined()) now.parameters += bucket.parameters_buffer.nbytes();
-    if (bucket.buffer.defined()) now.gradients += bucket.buffer.nbytes();
-    if (bucket.shard_grad.defined()) now.gradients += bucket.shard_grad.nbytes();
-  }
-  if (!shard_optimizer_) {
+HeldBytesReport GradientReducer::held_bytes() const {
+  HeldBytes now;
+  if (shards_) {
+    now.parameters = shards_->parameter_bytes();
+  } else {
     for (const auto& p : parameters_) now.parameters += p.nbytes();
   }
-  now.comm_buffers = staging_buffers_ * staging_elements_ * static_cast<int64_t>(c10::elementSize(
-                                                                 staging_options_.dtype().toScalarType()));
-  HeldBytes& peak = held_.peak;
-  peak.parameters = std::max(peak.parameters, now.parameters);
-  peak.gradients = std::max(peak.gradients, now.gradients);
-  peak.comm_buffers = std::max(peak.comm_buffers, now.comm_buffers);
+  const GradientBytes gradient_bytes = engine_->held_bytes();
+  now.gradients = gradient_bytes.gradients;
+  now.comm_buffers = gradient_bytes.comm_buffers;
+  peak_.parameters = std::max(peak_.parameters, now.parameters);
+  peak_.gradients = std::max(peak_.gradients, now.gradients);
+  peak_.comm_buffers = std::max(peak_.comm_buffers, now.comm_buffers);
+  return {now, peak_};
 }
 
-void GradientReducer::reset_peaks() { held_.peak = held_.now; }
+void GradientReducer::reset_peaks() { peak_ = held_bytes().now; }
 
 }  // namespace giant::parallel

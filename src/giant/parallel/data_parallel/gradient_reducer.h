@@ -16,7 +16,7 @@
 // With the optimizer sharded (ZeRO stage 1), each bucket is split into
 // equal blocks, one per rank, and reduce-scattered instead: a rank gets the
 // average of its block only, updates just the parameters' elements in it
-// (owned_parameters(): views of its block, each with its gradient attached),
+// (update_pieces(): views of its block, each with its gradient attached),
 // and the parameter gather then copies every other block from its owner. The
 // parameters' data moves into flat buffers laid out like the gradients'.
 // The gather can run behind the next forward: gather_parameters_async()
@@ -45,10 +45,14 @@
 // sum over micro-batches and the reduction run in the buckets' dtype;
 // grad_view(p) is the gradient the update reads. Without a communicator
 // (one replica) the reducer only keeps the gradients in its buckets.
+//
+// Every stage works on one bucket layout (bucket_layout.h), reduced by the
+// stage's engine (bucket_engines.h: AllreduceBuckets at stages 0 and 1,
+// ReduceScatterRounds at stage 2), with BucketParameterShards holding the
+// sharded parameters and their gather at stages 1 and 2.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -56,7 +60,8 @@
 #include <c10/util/Optional.h>
 
 #include "giant/ccl/communicator.h"
-#include "giant/ccl/work.h"
+#include "giant/parallel/data_parallel/bucket_engines.h"
+#include "giant/parallel/data_parallel/bucket_layout.h"
 #include "giant/parallel/data_parallel/gradient_sync.h"
 
 namespace torch::autograd {
@@ -79,7 +84,7 @@ class GradientReducer : public GradientSync {
                   const std::vector<size_t>& alone = {});
   // One replica: gradients accumulate in grad_dtype buckets, nothing is reduced.
   GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes, at::ScalarType grad_dtype);
-  ~GradientReducer();
+  ~GradientReducer() override;
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
@@ -95,19 +100,17 @@ class GradientReducer : public GradientSync {
   // stretches; the rest keep this rank's own). Returns the seconds it waited.
   double finish() override;
 
-  size_t num_buckets() const override { return buckets_.size(); }
+  size_t num_buckets() const override { return layout_.buckets.size(); }
   int zero_stage() const override { return zero_stage_; }
-  // Sharded: the stretches of parameters in this rank's blocks, flat views of
-  // the parameters' data whose .grad() is the matching stretch of gradient,
-  // and which parameter each comes from. Empty otherwise.
-  const std::vector<at::Tensor>& owned_parameters() const override { return owned_; }
-  const std::vector<size_t>& owned_parameter_source() const override { return owned_source_; }
-  // Where each stretch starts in its parameter (elements, row-major).
-  const std::vector<int64_t>& owned_parameter_offset() const override { return owned_offset_; }
+  // Stage 0: every parameter, its gradient its bucket view. Sharded: the
+  // stretches of parameters in this rank's blocks, flat views of the
+  // parameters' data whose .grad() is the matching stretch of gradient.
+  std::vector<UpdatePiece> update_pieces() const override;
+  std::vector<at::Tensor> gradients() const override;
   // Parameter p's gradient in its bucket (the bucket's dtype): after
   // finish(), the one the update reads (sharded: only this rank's blocks
-  // hold the average).
-  const at::Tensor& grad_view(size_t parameter) const override;
+  // hold the average). An Error at stage 2.
+  const at::Tensor& grad_view(size_t parameter) const;
   // Sharded: after the owned stretches were updated, every rank's parameters
   // again hold the whole update (collective; a no-op when not sharded).
   void gather_parameters();
@@ -128,84 +131,15 @@ class GradientReducer : public GradientSync {
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm, int64_t bucket_bytes,
                   int zero_stage, c10::optional<at::ScalarType> grad_dtype,
                   const std::vector<size_t>& alone);
-  struct Bucket {
-    at::Tensor buffer;
-    at::Tensor parameters_buffer;  // sharded: the parameters' data, laid out like buffer
-    size_t parameters = 0;
-    size_t ready = 0;
-    ccl::Work work;
-    bool launched = false;
-    ccl::Work gather;  // sharded: the parameters' allgather
-    bool gathering = false;
-    // Stage 2: this rank's block of the step's reduced gradient, the round
-    // being filled (undefined: none), rounds complete and waiting their turn.
-    at::Tensor shard_grad;
-    bool shard_has_step = false;
-    at::Tensor filling;
-    size_t filling_ready = 0;
-    std::deque<at::Tensor> complete;
-    int64_t rounds = 0;  // launched this step
-    int64_t elements = 0;  // padded
-    int64_t content = 0;   // the parameters' elements (the rest is padding)
-    std::vector<size_t> members;
-  };
-  // Stage 2: a launched round.
-  struct InFlight {
-    size_t bucket;
-    at::Tensor staging;
-    ccl::Work work;
-  };
-  // Stage 2 (gradient_rounds.cc).
-  void accept_into_round(size_t parameter);
-  void complete_round(size_t bucket);
-  void launch_rounds_in_order(bool flush);
-  at::Tensor acquire_staging(size_t bucket);
-  void fold_oldest_round();
-  // Folds the rounds whose reduction is done (wait: all of them, waiting).
-  void fold_in_flight(bool wait);
-  double finish_rounds();
-  void update_held_bytes();
-  void launch_in_order();
-  // Makes the parameter's gradient its bucket view again: copies a fresh
-  // gradient in, or zeroes the view when there is none. A gradient of
-  // another dtype than the bucket's is added in (copied for the step's
-  // first) and dropped instead.
-  void adopt_gradient(size_t parameter);
-  // Sharded: moves each parameter's data into its bucket's parameters_buffer
-  // and records the stretches of this rank's blocks.
-  void shard(const std::vector<std::vector<size_t>>& groups);
-  // A zeroed flat bucket (collective over comm_: a shared buffer on the host
-  // when there is a communicator).
-  at::Tensor bucket_storage(int64_t elements, const at::TensorOptions& options);
 
   std::vector<at::Tensor> parameters_;
-  ccl::Communicator* comm_;  // null: one replica
-  std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;
-  std::vector<at::Tensor> grad_views_;  // each parameter's stretch of its bucket
+  const int zero_stage_;
+  BucketLayout layout_;
+  std::unique_ptr<BucketEngine> engine_;
+  std::unique_ptr<BucketParameterShards> shards_;  // stages 1 and 2
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hook_keys_;
-  std::vector<at::Tensor> owned_;
-  std::vector<size_t> owned_source_;
-  std::vector<int64_t> owned_offset_;
-  std::vector<bool> other_dtype_;     // the parameter's dtype is not its bucket's
-  std::vector<bool> view_has_step_;   // the view holds this step's gradient (since zero_grad)
-  std::vector<int64_t> offset_in_bucket_;
-  std::vector<bool> in_round_;        // stage 2: the gradient is in its bucket's filling round
-  std::deque<InFlight> in_flight_;
-  enum class SlotState { free, unlaunched, in_flight };
-  int slot_of(const at::Tensor& staging) const;  // -1: a private buffer
-  std::vector<at::Tensor> staging_slots_;        // shared: peers read them in place
-  std::vector<SlotState> slot_state_;
-  size_t next_slot_ = 0;
-  std::vector<at::Tensor> private_pool_;
-  int64_t staging_elements_ = 0, staging_buffers_ = 0;
-  at::TensorOptions staging_options_;
-  const int zero_stage_;
-  const bool shard_optimizer_;  // stage 1 or 2
-  HeldBytesReport held_;
-  size_t next_launch_ = 0;
-  bool last_micro_batch_ = true;
+  mutable HeldBytes peak_;
 };
 
 }  // namespace giant::parallel

@@ -2,9 +2,10 @@
 // the ZeRO stage: gradients gathered over micro-batches and reduced over the
 // dp ranks, and (sharded) the stretches of the parameters this rank updates.
 //
-// GradientReducer implements stages 0-2 (whole parameters on every rank);
-// ShardedParameters stage 3 (each rank keeps its shard of every parameter,
-// layers gathered just before they run).
+// GradientReducer implements stages 0-2 (whole parameters on every rank: one
+// bucket layout, reduced by an allreduce engine at stages 0 and 1 and a
+// reduce-scatter engine at stage 2); ShardedParameters stage 3 (each rank
+// keeps its shard of every parameter, layers gathered just before they run).
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+
+#include "giant/parallel/data_parallel/update_piece.h"
 
 namespace giant::parallel {
 
@@ -45,17 +48,24 @@ class GradientSync {
   // The ZeRO stage the engine runs (0-3).
   virtual int zero_stage() const = 0;
   bool shards_optimizer() const { return zero_stage() >= 1; }
-  // Stages 1-3: the stretches of parameters this rank updates, flat tensors
-  // whose .grad() is the reduced gradient of the stretch; which parameter
-  // each comes from and where it starts in it (elements, row-major). Empty
-  // at stage 0.
-  virtual const std::vector<at::Tensor>& owned_parameters() const = 0;
-  virtual const std::vector<size_t>& owned_parameter_source() const = 0;
-  virtual const std::vector<int64_t>& owned_parameter_offset() const = 0;
-  // Stages 0 and 1: parameter p's whole gradient as the update reads it
-  // (only this rank's blocks hold the average at stage 1). An Error at
-  // stages 2 and 3, where no whole gradient outlives its reduction.
-  virtual const at::Tensor& grad_view(size_t parameter) const = 0;
+  // What this rank's optimizer updates, whatever the stage: every parameter
+  // whole at stage 0; at stages 1-3 the stretches of parameters in this
+  // rank's blocks, flat tensors whose .grad() is the reduced gradient of the
+  // stretch (possibly none on a rank of a small model).
+  virtual std::vector<UpdatePiece> update_pieces() const = 0;
+  // Each gradient as the update reads it after finish(): at stages 0 and 1
+  // every parameter's whole gradient (only this rank's blocks hold the
+  // average at stage 1); at stages 2 and 3, where no whole gradient
+  // outlives its reduction, those of the update pieces.
+  virtual std::vector<at::Tensor> gradients() const = 0;
+  // Whether every parameter stays resident whole between steps (not at
+  // stage 3, where the update pieces are all a rank keeps).
+  virtual bool holds_whole_parameters() const { return true; }
+  // The sharded stages' update pieces, one list per field (empty at stage
+  // 0): for callers that index them.
+  const std::vector<at::Tensor>& owned_parameters() const { return owned_.tensors; }
+  const std::vector<size_t>& owned_parameter_source() const { return owned_.sources; }
+  const std::vector<int64_t>& owned_parameter_offset() const { return owned_.offsets; }
 
   // After the owned stretches were updated: stages 1 and 2 start gathering
   // the update into every rank's whole parameters (waited for by the
@@ -69,6 +79,23 @@ class GradientSync {
   virtual size_t num_buckets() const = 0;
   virtual HeldBytesReport held_bytes() const = 0;
   virtual void reset_peaks() = 0;
+
+ protected:
+  // A sharded engine records its update pieces once they are laid out.
+  void record_owned(const std::vector<UpdatePiece>& pieces) {
+    for (const auto& piece : pieces) {
+      owned_.tensors.push_back(piece.tensor);
+      owned_.sources.push_back(piece.parameter);
+      owned_.offsets.push_back(piece.offset);
+    }
+  }
+
+ private:
+  struct OwnedLists {
+    std::vector<at::Tensor> tensors;
+    std::vector<size_t> sources;
+    std::vector<int64_t> offsets;
+  } owned_;
 };
 
 }  // namespace giant::parallel

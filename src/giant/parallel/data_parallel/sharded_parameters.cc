@@ -25,6 +25,30 @@ struct AccumulatedHook : torch::autograd::FunctionPostHook {
   std::function<void()> ready_;
 };
 
+// The stretches of each unit's parameters in this rank's block.
+std::vector<UpdatePiece> owned_pieces(const std::vector<ShardedUnit>& units) {
+  std::vector<UpdatePiece> pieces;
+  for (const ShardedUnit& unit : units) {
+    const int64_t mine_begin = unit.rank() * unit.block();
+    std::vector<int64_t> offsets, elements;
+    for (size_t k = 0; k < unit.parameters().size(); ++k) {
+      offsets.push_back(unit.offset(k));
+      elements.push_back(unit.parameters()[k].numel());
+    }
+    for (const BlockStretch& stretch : stretches_in_block(offsets, elements, mine_begin, unit.block())) {
+      const int64_t length = stretch.end - stretch.begin;
+      UpdatePiece piece;
+      piece.tensor = unit.owned().narrow(0, stretch.begin - mine_begin, length);
+      piece.tensor.mutable_grad() = unit.grad_shard().narrow(0, stretch.begin - mine_begin, length);
+      piece.parameter = unit.indices()[stretch.member];
+      piece.offset = stretch.begin - offsets[stretch.member];
+      piece.whole = false;
+      pieces.push_back(std::move(piece));
+    }
+  }
+  return pieces;
+}
+
 }  // namespace
 
 // The hooks' order of events decides the order of collectives on comm_,
@@ -255,19 +279,8 @@ ShardedParameters::ShardedParameters(std::vector<LayerStack>& chunks, std::vecto
   s.ready.assign(unit_count, 0);
   s.shard_has_step.assign(unit_count, false);
   // The stretches of each parameter in this rank's block, for the optimizer.
-  for (const ShardedUnit& unit : s.units) {
-    const int64_t mine_begin = unit.rank() * unit.block(), mine_end = mine_begin + unit.block();
-    for (size_t k = 0; k < unit.parameters().size(); ++k) {
-      const int64_t offset = unit.offset(k), numel = unit.parameters()[k].numel();
-      const int64_t begin = std::max(offset, mine_begin), end = std::min(offset + numel, mine_end);
-      if (begin >= end) continue;
-      at::Tensor owned = unit.owned().narrow(0, begin - mine_begin, end - begin);
-      owned.mutable_grad() = unit.grad_shard().narrow(0, begin - mine_begin, end - begin);
-      owned_.push_back(owned);
-      owned_source_.push_back(unit.indices()[k]);
-      owned_offset_.push_back(begin - offset);
-    }
-  }
+  pieces_ = owned_pieces(s.units);
+  record_owned(pieces_);
   for (size_t i = 0; i < n; ++i) {
     // The parameter holds its accumulator only weakly: keep it alive, or
     // the hook would vanish with the first graph.
@@ -350,8 +363,14 @@ double ShardedParameters::finish() {
   return watch.seconds();
 }
 
+std::vector<at::Tensor> ShardedParameters::gradients() const {
+  std::vector<at::Tensor> grads;
+  for (const auto& piece : pieces_) grads.push_back(piece.tensor.grad());
+  return grads;
+}
+
 const at::Tensor& ShardedParameters::grad_view(size_t) const {
-  throw Error("at ZeRO stage 3 no whole gradient outlives its reduction (read owned_parameters())");
+  throw Error("at ZeRO stage 3 no whole gradient outlives its reduction (read update_pieces())");
 }
 
 double ShardedParameters::wait_parameters() {

@@ -58,10 +58,9 @@ class ShardedParameters : public GradientSync {
   void begin_micro_batch(bool last) override;
   double finish() override;
   int zero_stage() const override { return 3; }
-  const std::vector<at::Tensor>& owned_parameters() const override { return owned_; }
-  const std::vector<size_t>& owned_parameter_source() const override { return owned_source_; }
-  const std::vector<int64_t>& owned_parameter_offset() const override { return owned_offset_; }
-  const at::Tensor& grad_view(size_t parameter) const override;  // an Error: see GradientSync
+  std::vector<UpdatePiece> update_pieces() const override { return pieces_; }
+  std::vector<at::Tensor> gradients() const override;
+  bool holds_whole_parameters() const override { return false; }
   void gather_parameters_async() override {}
   double wait_parameters() override;
   size_t num_buckets() const override;
@@ -74,12 +73,13 @@ class ShardedParameters : public GradientSync {
   void gather_all();
   void release_all();
 
+  // An Error: no whole gradient outlives its reduction (read update_pieces()).
+  const at::Tensor& grad_view(size_t parameter) const;
+
  private:
   struct State;
   std::unique_ptr<State> state_;
-  std::vector<at::Tensor> owned_;
-  std::vector<size_t> owned_source_;
-  std::vector<int64_t> owned_offset_;
+  std::vector<UpdatePiece> pieces_;
 };
 
 }  // namespace giant::parallel

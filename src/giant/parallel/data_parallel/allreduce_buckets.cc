@@ -1,0 +1,118 @@
+// ZeRO stages 0 and 1 of GradientReducer: whole gradient buckets, reduced
+// once the step's last micro-batch completed them (see gradient_reducer.h).
+#include <torch/torch.h>
+
+#include "giant/base/error.h"
+#include "giant/parallel/data_parallel/bucket_engines.h"
+#include "giant/parallel/tensor_collectives.h"
+
+namespace giant::parallel {
+
+AllreduceBuckets::AllreduceBuckets(const BucketLayout& layout, std::vector<at::Tensor>& parameters,
+                                   ccl::Communicator* comm, bool scatter)
+    : layout_(layout), parameters_(parameters), comm_(comm), scatter_(scatter),
+      buckets_(layout.buckets.size()), views_(parameters.size()), other_dtype_(parameters.size()),
+      view_has_step_(parameters.size()) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const BucketLayout::Bucket& shape = layout_.buckets[b];
+    buckets_[b].buffer = bucket_storage(comm_, shape.elements, shape.gradient_options);
+    for (size_t i : shape.members) {
+      at::Tensor& p = parameters_[i];
+      views_[i] = buckets_[b].buffer.narrow(0, layout_.places[i].offset, p.numel()).view(p.sizes());
+      other_dtype_[i] = views_[i].scalar_type() != p.scalar_type();
+      if (!other_dtype_[i]) p.mutable_grad() = views_[i];
+    }
+  }
+}
+
+AllreduceBuckets::~AllreduceBuckets() {
+  for (auto& bucket : buckets_) {
+    if (!bucket.launched || bucket.work.test()) continue;
+    // The peers are told; our buffers must outlive the operation.
+    comm_->abort("gradient reducer destroyed while a reduction was in flight");
+    try {
+      bucket.work.wait();
+    } catch (...) {
+    }
+  }
+}
+
+void AllreduceBuckets::zero_grad() {
+  for (const auto& bucket : buckets_) {
+    GIANT_CHECK(!bucket.launched, "zero_grad while a gradient reduction is in flight (call finish first)");
+  }
+  std::fill(view_has_step_.begin(), view_has_step_.end(), false);
+}
+
+void AllreduceBuckets::adopt_gradient(size_t parameter) {
+  at::Tensor& grad = parameters_[parameter].mutable_grad();
+  const at::Tensor& view = views_[parameter];
+  if (grad.is_same(view)) return;  // accumulated in place
+  at::NoGradGuard no_grad;
+  if (view_has_step_[parameter]) {
+    if (grad.defined()) view.add_(grad);  // another dtype's later micro-batch
+  } else if (grad.defined()) {
+    view.copy_(grad);
+  } else {
+    view.zero_();
+  }
+  view_has_step_[parameter] = true;
+  // The bucket's own dtype accumulates in place from now on; another dtype
+  // comes fresh each micro-batch and is added above.
+  if (other_dtype_[parameter]) {
+    grad.reset();
+  } else {
+    grad = view;
+  }
+}
+
+void AllreduceBuckets::begin_micro_batch(bool last) {
+  last_micro_batch_ = last;
+  for (auto& bucket : buckets_) bucket.ready = 0;
+  next_launch_ = 0;
+}
+
+void AllreduceBuckets::gradient_ready(size_t parameter) {
+  adopt_gradient(parameter);
+  if (!last_micro_batch_) return;
+  const size_t b = layout_.places[parameter].bucket;
+  if (++buckets_[b].ready == layout_.buckets[b].members.size()) launch_in_order();
+}
+
+void AllreduceBuckets::launch_in_order() {
+  while (next_launch_ < buckets_.size() &&
+         buckets_[next_launch_].ready >= layout_.buckets[next_launch_].members.size()) {
+    Bucket& bucket = buckets_[next_launch_++];
+    if (comm_ != nullptr && comm_->size() > 1) {
+      bucket.work = scatter_ ? reduce_scatter_blocks_async(bucket.buffer, *comm_, ccl::ReduceOp::avg)
+                             : allreduce_async(bucket.buffer, *comm_, ccl::ReduceOp::avg);
+    }
+    bucket.launched = true;
+  }
+}
+
+void AllreduceBuckets::launch_remaining() {
+  for (size_t i = 0; i < parameters_.size(); ++i) adopt_gradient(i);
+  for (size_t b = 0; b < buckets_.size(); ++b) buckets_[b].ready = layout_.buckets[b].members.size();
+  launch_in_order();
+}
+
+void AllreduceBuckets::wait_reductions() {
+  for (auto& bucket : buckets_) {
+    bucket.launched = false;
+    bucket.work.wait();
+  }
+}
+
+at::Tensor AllreduceBuckets::block_gradient(size_t bucket, int rank) const {
+  const int64_t block = layout_.buckets[bucket].block(comm_ ? comm_->size() : 1);
+  return buckets_[bucket].buffer.narrow(0, rank * block, block);
+}
+
+GradientBytes AllreduceBuckets::held_bytes() const {
+  GradientBytes bytes;
+  for (const auto& bucket : buckets_) bytes.gradients += bucket.buffer.nbytes();
+  return bytes;
+}
+
+}  // namespace giant::parallel
