@@ -8,23 +8,9 @@
 
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
+#include "giant/parallel/data_parallel/accumulated_hook.h"
 
 namespace giant::parallel {
-namespace {
-
-struct ReadyHook : torch::autograd::FunctionPostHook {
-  ReadyHook(GradientReducer* reducer, size_t parameter) : reducer_(reducer), parameter_(parameter) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list&) override {
-    reducer_->mark_ready(parameter_);
-    return outputs;
-  }
-  GradientReducer* reducer_;
-  size_t parameter_;
-};
-
-}  // namespace
-
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
                                  int64_t bucket_bytes, int zero_stage,
                                  c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
@@ -54,12 +40,9 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
   }
   reset_peaks();
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    // The parameter holds its accumulator only weakly: keep it alive, or
-    // the hook would vanish with the first graph.
-    auto accumulator = torch::autograd::impl::grad_accumulator(parameters_[i]);
-    GIANT_CHECK(accumulator != nullptr, "parameter ", i, " is not a leaf that requires a gradient");
-    hook_keys_.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>(this, i)));
-    accumulators_.push_back(std::move(accumulator));
+    AccumulatedHook hook = on_gradient_accumulated(parameters_[i], i, [this, i] { mark_ready(i); });
+    hook_keys_.push_back(hook.key);
+    accumulators_.push_back(std::move(hook.accumulator));
   }
 }
 

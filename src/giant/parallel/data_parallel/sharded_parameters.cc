@@ -8,22 +8,12 @@
 
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
+#include "giant/parallel/data_parallel/accumulated_hook.h"
 #include "giant/parallel/data_parallel/sharded_unit.h"
 #include "giant/parallel/tensor_collectives.h"
 
 namespace giant::parallel {
 namespace {
-
-// Calls back once a parameter's gradient is accumulated.
-struct AccumulatedHook : torch::autograd::FunctionPostHook {
-  explicit AccumulatedHook(std::function<void()> ready) : ready_(std::move(ready)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list&) override {
-    ready_();
-    return outputs;
-  }
-  std::function<void()> ready_;
-};
 
 // The stretches of each unit's parameters in this rank's block.
 std::vector<UpdatePiece> owned_pieces(const std::vector<ShardedUnit>& units) {
@@ -282,13 +272,10 @@ ShardedParameters::ShardedParameters(std::vector<LayerStack>& chunks, std::vecto
   pieces_ = owned_pieces(s.units);
   record_owned(pieces_);
   for (size_t i = 0; i < n; ++i) {
-    // The parameter holds its accumulator only weakly: keep it alive, or
-    // the hook would vanish with the first graph.
-    auto accumulator = torch::autograd::impl::grad_accumulator(s.parameters[i]);
-    GIANT_CHECK(accumulator != nullptr, "parameter ", i, " is not a leaf that requires a gradient");
     State* state = state_.get();
-    s.hook_keys.push_back(accumulator->add_post_hook(std::make_unique<AccumulatedHook>([state, i] { state->mark_ready(i); })));
-    s.accumulators.push_back(std::move(accumulator));
+    AccumulatedHook hook = on_gradient_accumulated(s.parameters[i], i, [state, i] { state->mark_ready(i); });
+    s.hook_keys.push_back(hook.key);
+    s.accumulators.push_back(std::move(hook.accumulator));
   }
   for (size_t c = 0; c < s.chunks.size(); ++c) {
     State* state = state_.get();
