@@ -80,6 +80,16 @@ int report_stop(const train::TrainSummary& s, const train::RunConfig& config, in
   return 128 + s.stop_signal;
 }
 
+// The end of a finished run (rank 0): its figures and the sample.
+void report_done(const train::TrainSummary& s, const train::RunConfig& config) {
+  std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
+              "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",
+              static_cast<long long>(s.steps), s.seconds, s.val_loss, s.tokens_per_s_median,
+              100.0 * s.mfu_median, static_cast<long long>(s.skipped_steps), config.train.out_dir.c_str());
+  if (!s.sample.empty()) std::printf("\n--- sample ---\n%s\n--------------\n", s.sample.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& args) {
@@ -156,13 +166,7 @@ int train_command(const std::vector<std::string>& args) {
     train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, hooks, world, rates);
     const train::TrainSummary s = trainer.run();
     if (s.stop_signal != 0) return report_stop(s, config, launch.rank);
-    if (launch.rank != 0 || !log_enabled(LogLevel::info)) return kExitOk;
-    std::printf("\ngiant train: done: %lld steps in %.1f s, final val loss %.4f nats/token, median %.0f "
-                "tokens/s, MFU %.1f%%, %lld skipped steps; metrics in %s/metrics.jsonl\n",
-                static_cast<long long>(s.steps), s.seconds, s.val_loss, s.tokens_per_s_median,
-                100.0 * s.mfu_median, static_cast<long long>(s.skipped_steps), config.train.out_dir.c_str());
-    if (!s.sample.empty()) std::printf("\n--- sample ---\n%s\n--------------\n", s.sample.c_str());
-    std::fflush(stdout);
+    if (launch.rank == 0 && log_enabled(LogLevel::info)) report_done(s, config);
     return kExitOk;
   } catch (const c10::Error& e) {
     return report_failure("giant train", Error(e.what_without_backtrace()));

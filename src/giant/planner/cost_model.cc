@@ -137,60 +137,55 @@ ActionCosts pipeline_action_costs(const ModelSpec& m, const ClusterSpec& c, cons
   return stage_times(m, c, l, resolve_precision(options.precision, c.device), options.engine).costs;
 }
 
-Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const CostOptions& options) {
-  const RunPrecision precision = resolve_precision(options.precision, c.device);
-  const DeviceSpec device = c.device.in_precision(precision.compute);
-  const double element_bytes = precision.compute_bytes();
-  const double gradient_bytes = precision.gradient_bytes();
-  Estimate e;
-  e.layout = l;
-  e.precision = precision;
-  e.memory = memory_per_device(m, l, precision, options.engine);
-  e.usable_memory_bytes = device.usable_memory();
-  e.fits = e.memory.total() <= e.usable_memory_bytes;
+namespace {
 
+// The pipeline's step without the data-parallel tail: its makespan, the
+// makespan were transfers free, and the busiest rank's compute.
+struct PipelineTimes {
+  double makespan = 0, without_transfers = 0, busiest = 0;
+  bool simulated = false;
+};
+
+PipelineTimes pipeline_times(const Layout& l, int64_t micro_batches, const ActionCosts& costs, bool simulate) {
   const int p = l.pp, v = l.virtual_stages;
-  const int64_t micro_batches = l.micro_batches(m.global_batch);
-  const GroupLink pp_link = group_link(c, l, Axis::pp);
-  const GroupLink dp_link = group_link(c, l, Axis::dp);
-  const StageTimes stages = stage_times(m, c, l, precision, options.engine);
-  const ActionCosts& costs = stages.costs;
-
-  double makespan = 0, makespan_without_transfers = 0, busiest = 0;
-  if (options.simulate_pipeline && p > 1) {
+  PipelineTimes t;
+  if (simulate && p > 1) {
     // Sends and receives take no rank time, so the compute lists give the
     // lowered schedule's times (test_schedule checks it) at a third of the
     // work and memory: the search simulates hundreds of layouts.
     const PipelineSchedule schedule = generate_schedule(pipeline_shape(l, micro_batches));
     SimulationOptions step_only;
     step_only.timeline = false;
-    makespan = simulate_schedule(schedule, costs, step_only).step_s;
+    t.makespan = simulate_schedule(schedule, costs, step_only).step_s;
     ActionCosts free_transfers = costs;
     free_transfers.transfer_s = 0;
     const SimulationResult ideal = simulate_schedule(schedule, free_transfers, step_only);
-    makespan_without_transfers = ideal.step_s;
-    busiest = *std::max_element(ideal.busy_s.begin(), ideal.busy_s.end());
-    e.simulated = true;
-  } else {
-    double f = 0, b = 0;
-    for (int stage = p - 1; stage < p * v; stage += p) {
-      f += costs.forward_s[stage];
-      b += costs.backward_s[stage];
-    }
-    makespan_without_transfers = pipeline_closed_form_s(p, v, micro_batches, l.schedule, f, b);
-    // Each of the p - 1 boundaries costs its transfer once each way on the fill and drain.
-    makespan = makespan_without_transfers + (p > 1 ? 2.0 * (p - 1) * v * costs.transfer_s : 0);
-    busiest = micro_batches * (f + b);
+    t.without_transfers = ideal.step_s;
+    t.busiest = *std::max_element(ideal.busy_s.begin(), ideal.busy_s.end());
+    t.simulated = true;
+    return t;
   }
-  const double per_micro = stages.compute_per_micro + stages.tp_per_micro + stages.zero3_exposed_per_micro;
-  e.time.compute_s = micro_batches * stages.compute_per_micro;
-  e.time.tp_comm_s = micro_batches * stages.tp_per_micro;
-  e.time.bubble_s = std::max(0.0, makespan_without_transfers - busiest);
-  e.time.pp_comm_s = std::max(0.0, makespan - makespan_without_transfers);
-  // Busiest device may be a device other than the last when times tie; keep the sum exact.
-  const double unexplained = busiest - micro_batches * per_micro;
-  e.time.compute_s += std::max(0.0, unexplained);
-  // ZeRO-3's exposed gathers are inside the makespan already; the rest follows it.
+  double f = 0, b = 0;
+  for (int stage = p - 1; stage < p * v; stage += p) {
+    f += costs.forward_s[stage];
+    b += costs.backward_s[stage];
+  }
+  t.without_transfers = pipeline_closed_form_s(p, v, micro_batches, l.schedule, f, b);
+  // Each of the p - 1 boundaries costs its transfer once each way on the fill and drain.
+  t.makespan = t.without_transfers + (p > 1 ? 2.0 * (p - 1) * v * costs.transfer_s : 0);
+  t.busiest = micro_batches * (f + b);
+  return t;
+}
+
+// What follows the pipeline's makespan on the step's critical path: the
+// data-parallel gradient sync and the tied embedding's allreduce (ZeRO-3's
+// exposed gathers are inside the makespan already).
+double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const Estimate& e,
+                              const ActionCosts& costs, const CostOptions& options) {
+  const int p = l.pp, v = l.virtual_stages;
+  const double element_bytes = e.precision.compute_bytes();
+  const double gradient_bytes = e.precision.gradient_bytes();
+  const GroupLink dp_link = group_link(c, l, Axis::dp);
   double after_pipeline = 0;
 
   // Gradient sync of the device's parameters over dp, overlapped with the
@@ -220,13 +215,42 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   }
   // Tied embedding: the first and last stage allreduce its gradient.
   if (p > 1) {
-    GroupLink tie = pp_link;
+    GroupLink tie = group_link(c, l, Axis::pp);
     tie.size = 2;
     after_pipeline += allreduce_seconds(double(m.vocab) * m.hidden / l.tp * gradient_bytes, tie);
   }
+  return after_pipeline;
+}
+
+}  // namespace
+
+Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const CostOptions& options) {
+  const RunPrecision precision = resolve_precision(options.precision, c.device);
+  const DeviceSpec device = c.device.in_precision(precision.compute);
+  Estimate e;
+  e.layout = l;
+  e.precision = precision;
+  e.memory = memory_per_device(m, l, precision, options.engine);
+  e.usable_memory_bytes = device.usable_memory();
+  e.fits = e.memory.total() <= e.usable_memory_bytes;
+
+  const int64_t micro_batches = l.micro_batches(m.global_batch);
+  const StageTimes stages = stage_times(m, c, l, precision, options.engine);
+  const PipelineTimes pipeline = pipeline_times(l, micro_batches, stages.costs, options.simulate_pipeline);
+  e.simulated = pipeline.simulated;
+  const double per_micro = stages.compute_per_micro + stages.tp_per_micro + stages.zero3_exposed_per_micro;
+  e.time.compute_s = micro_batches * stages.compute_per_micro;
+  e.time.tp_comm_s = micro_batches * stages.tp_per_micro;
+  e.time.bubble_s = std::max(0.0, pipeline.without_transfers - pipeline.busiest);
+  e.time.pp_comm_s = std::max(0.0, pipeline.makespan - pipeline.without_transfers);
+  // Busiest device may be a device other than the last when times tie; keep the sum exact.
+  const double unexplained = pipeline.busiest - micro_batches * per_micro;
+  e.time.compute_s += std::max(0.0, unexplained);
+
+  const double after_pipeline = after_pipeline_seconds(m, c, l, e, stages.costs, options);
   e.time.dp_comm_s = micro_batches * stages.zero3_exposed_per_micro + after_pipeline;
   e.time.optimizer_s = optimizer_seconds(device, e.memory.parameters / (l.zero >= 1 ? l.dp : 1), precision);
-  e.time.step_s = makespan + after_pipeline + e.time.optimizer_s;
+  e.time.step_s = pipeline.makespan + after_pipeline + e.time.optimizer_s;
 
   e.samples_per_s = m.global_batch / e.time.step_s;
   e.model_tflops_per_device = model_flops_per_iteration(m, false) / e.time.step_s / l.devices() / 1e12;
