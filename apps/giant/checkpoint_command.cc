@@ -11,7 +11,7 @@ namespace giant::app {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kCheckpointUsage =
     "giant checkpoint <subcommand> [args]: inspect, check and convert checkpoints.\n"
     "  info DIR                                   step, layout, tensors and sizes\n"
     "  verify DIR                                 every file's checksum and every piece present\n"
@@ -23,7 +23,7 @@ constexpr const char* kUsage =
 
 int checkpoint_command(const std::vector<std::string>& args) {
   if (args.empty() || args.front() == "--help" || args.front() == "-h" || args.front() == "help") {
-    (args.empty() ? std::cerr : std::cout) << kUsage << "\n";
+    (args.empty() ? std::cerr : std::cout) << kCheckpointUsage << "\n";
     return args.empty() ? kExitBadInput : kExitOk;
   }
   const std::string sub = args.front();
@@ -34,7 +34,7 @@ int checkpoint_command(const std::vector<std::string>& args) {
   if (sub == "import") return checkpoint_import_command(rest);
   std::cerr << "giant checkpoint: unknown subcommand '" << sub << "'"
             << did_you_mean(sub, {"info", "verify", "export", "import"}) << "\n"
-            << kUsage << "\n";
+            << kCheckpointUsage << "\n";
   return kExitBadInput;
 }
 

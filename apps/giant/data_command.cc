@@ -11,7 +11,7 @@ namespace giant::app {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kDataUsage =
     "giant data <subcommand> [args]: prepare training data.\n"
     "  prepare --input FILE... --tokenizer SPEC --output PREFIX [flags]\n"
     "                                             text or JSON lines -> Megatron PREFIX.bin + PREFIX.idx\n"
@@ -23,7 +23,7 @@ constexpr const char* kUsage =
 
 int data_command(const std::vector<std::string>& args) {
   if (args.empty() || args.front() == "--help" || args.front() == "-h" || args.front() == "help") {
-    (args.empty() ? std::cerr : std::cout) << kUsage << "\n";
+    (args.empty() ? std::cerr : std::cout) << kDataUsage << "\n";
     return args.empty() ? kExitBadInput : kExitOk;
   }
   const std::string sub = args.front();
@@ -32,7 +32,7 @@ int data_command(const std::vector<std::string>& args) {
   if (sub == "train-tokenizer") return data_train_tokenizer_command(rest);
   std::cerr << "giant data: unknown subcommand '" << sub << "'"
             << did_you_mean(sub, {"prepare", "train-tokenizer"}) << "\n"
-            << kUsage << "\n";
+            << kDataUsage << "\n";
   return kExitBadInput;
 }
 
