@@ -275,8 +275,11 @@ TEST(HfGpt2, ImportOfAnExportReexportsTheSameBytes) {
     imported->eval();
     loader.load(model_slices(imported));
     const torch::Tensor tokens = tokens_for(e.config);
-    // The same weights, bitwise, through the same code: the same logits.
-    EXPECT_TRUE(torch::equal(giant_logits(imported, tokens, 300), giant_logits(e.model, tokens, 300)));
+    // The same weights, bitwise, through the same code: the same logits up
+    // to the matrix kernel's order of summation, which some BLAS kernels
+    // (OpenBLAS's Haswell ones) choose by the weights' alignment in memory.
+    EXPECT_LT(relative_difference(giant_logits(imported, tokens, 300), giant_logits(e.model, tokens, 300)),
+              logits_bound(e.config));
   }
 }
 

@@ -123,9 +123,9 @@ void read_all(int fd, void* dest, uint64_t offset, uint64_t bytes, const std::st
 
 void fail_in_file(const std::string& file, const std::string& what) { throw FormatError(file + ": " + what); }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
+std::string shape_text(const std::vector<int64_t>& shape, const char* separator) {
   std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? separator : "") + std::to_string(shape[i]);
   return text + "]";
 }
 

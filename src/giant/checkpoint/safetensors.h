@@ -29,8 +29,9 @@ enum class DType { f64, f32, f16, bf16, i64, i32, i16, i8, u8, boolean };
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);  // safetensors' spelling: "F32", "BF16", ...
 std::optional<DType> parse_dtype(std::string_view name);
-// "[2, 3]": how the checkpoint layer's messages write a shape.
-std::string shape_text(const std::vector<int64_t>& shape);
+// "[2, 3]": how the checkpoint layer's messages write a shape ("[2,3]"
+// with "," as the separator, as verify's compact problem lines do).
+std::string shape_text(const std::vector<int64_t>& shape, const char* separator = ", ");
 // Throws FormatError "FILE: WHAT": how the checkpoint layer's readers name a bad file.
 [[noreturn]] void fail_in_file(const std::string& file, const std::string& what);
 

@@ -90,7 +90,7 @@ void check_pieces(const fs::path& path, const std::vector<PieceRef>& pieces, std
   }
   for (const PieceRef& ref : pieces) {
     const std::string what = "'" + ref.piece->key + "' (a piece of " + ref.tensor->name + " at offset " +
-                             shape_text(ref.piece->offset) + ")";
+                             shape_text(ref.piece->offset, ",") + ")";
     const TensorInfo* info = reader->header().find(ref.piece->key);
     if (info == nullptr) {
       problems.push_back(path.string() + ": no tensor " + what);
@@ -101,8 +101,8 @@ void check_pieces(const fs::path& path, const std::vector<PieceRef>& pieces, std
                          ", the manifest says " + dtype_name(ref.tensor->dtype));
     }
     if (info->shape != ref.piece->shape) {
-      problems.push_back(path.string() + ": tensor " + what + " has shape " + shape_text(info->shape) +
-                         ", the manifest says " + shape_text(ref.piece->shape));
+      problems.push_back(path.string() + ": tensor " + what + " has shape " + shape_text(info->shape, ",") +
+                         ", the manifest says " + shape_text(ref.piece->shape, ","));
     }
   }
 }
