@@ -20,9 +20,13 @@
 #include "giant/base/crc32c.h"
 #include "giant/checkpoint/manifest.h"
 #include "giant/checkpoint/safetensors.h"
+#include "support/error_message.h"
 
 namespace giant::checkpoint {
 namespace {
+
+using giant::test::error_message;
+using giant::test::names_all;
 
 namespace fs = std::filesystem;
 using test::read_bytes;
@@ -33,34 +37,10 @@ using test::write_bytes;
 const std::vector<DType> kEveryDType = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64,
                                         DType::i32, DType::i16, DType::i8,  DType::u8,   DType::boolean};
 
-// The message of the FormatError that f() throws; a description of what
-// happened instead when it throws none or another kind.
-template <class F>
-std::string format_error_of(F&& f) {
-  try {
-    f();
-  } catch (const FormatError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a FormatError) ") + e.what();
-  }
-  return "(no error)";
-}
-
-// The message holds every one of `parts`.
-::testing::AssertionResult names_all(const std::string& message, std::initializer_list<std::string> parts) {
-  for (const auto& part : parts) {
-    if (message.find(part) == std::string::npos) {
-      return ::testing::AssertionFailure() << "'" << part << "' not in: " << message;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 // parse_safetensors_header's error for a header text in a file whose data
 // section has data_bytes bytes.
 std::string header_error(const std::string& header, uint64_t data_bytes) {
-  return format_error_of(
+  return error_message<FormatError>(
       [&] { parse_safetensors_header(header, 8 + header.size() + data_bytes, "/ckpt/rank_00007.safetensors"); });
 }
 
@@ -152,11 +132,11 @@ TEST(Safetensors, ReadsAPartOfATensorAndRefusesARangeOutsideIt) {
   std::vector<float> row(6);
   reader.read("a", row.data(), 2 * 6 * sizeof(float), 6 * sizeof(float));
   EXPECT_EQ(row, std::vector<float>(values.begin() + 12, values.begin() + 18));
-  const std::string past = format_error_of([&] { reader.read("a", row.data(), 20 * sizeof(float), 6 * sizeof(float)); });
+  const std::string past = error_message<FormatError>([&] { reader.read("a", row.data(), 20 * sizeof(float), 6 * sizeof(float)); });
   EXPECT_TRUE(names_all(past, {path.string(), "a"}));
   // An offset so large that offset + bytes wraps around.
-  EXPECT_TRUE(names_all(format_error_of([&] { reader.read("a", row.data(), ~uint64_t{0} - 3, 8); }), {"a"}));
-  EXPECT_TRUE(names_all(format_error_of([&] { reader.read("c", row.data(), 0, 4); }), {path.string(), "c"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { reader.read("a", row.data(), ~uint64_t{0} - 3, 8); }), {"a"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { reader.read("c", row.data(), 0, 4); }), {path.string(), "c"}));
 }
 
 TEST(Safetensors, MovedReaderStillReads) {
@@ -295,7 +275,7 @@ class MalformedFile : public ::testing::Test {
     return path;
   }
   std::string open_error(const fs::path& path) {
-    return format_error_of([&] { SafetensorsReader reader(path); });
+    return error_message<FormatError>([&] { SafetensorsReader reader(path); });
   }
   TempDir dir_;
 };

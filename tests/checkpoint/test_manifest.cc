@@ -18,9 +18,13 @@
 #include "checkpoint/support/format_fixture.h"
 #include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/checkpoint/manifest.h"
+#include "support/error_message.h"
 
 namespace giant::checkpoint {
 namespace {
+
+using giant::test::error_message;
+using giant::test::names_all;
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -28,27 +32,6 @@ using test::TempDir;
 using test::write_bytes;
 
 const std::string kFile = "/ckpt/step_00000012/manifest.json";
-
-template <class F>
-std::string format_error_of(F&& f) {
-  try {
-    f();
-  } catch (const FormatError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a FormatError) ") + e.what();
-  }
-  return "(no error)";
-}
-
-::testing::AssertionResult names_all(const std::string& message, std::initializer_list<std::string> parts) {
-  for (const auto& part : parts) {
-    if (message.find(part) == std::string::npos) {
-      return ::testing::AssertionFailure() << "'" << part << "' not in: " << message;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
 
 // A manifest with every field away from its default, doubles that only an
 // exact printing keeps, and file entries (as if written).
@@ -195,17 +178,17 @@ TEST(Manifest, RunKeysRoundTripAsJsonValues) {
 
   json bad = j;
   bad["run_keys"] = json::array();
-  EXPECT_TRUE(names_all(format_error_of([&] { manifest_from_json(bad.dump(), kFile); }), {kFile, "run_keys"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { manifest_from_json(bad.dump(), kFile); }), {kFile, "run_keys"}));
   bad["run_keys"] = {{"train.lr", {{"nested", 1}}}};
   EXPECT_TRUE(
-      names_all(format_error_of([&] { manifest_from_json(bad.dump(), kFile); }), {kFile, "run_keys.train.lr"}));
+      names_all(error_message<FormatError>([&] { manifest_from_json(bad.dump(), kFile); }), {kFile, "run_keys.train.lr"}));
 }
 
 // manifest_from_json's error for the full manifest's JSON after edit(j).
 std::string error_after(const std::function<void(json&)>& edit) {
   json j = json::parse(manifest_to_json(full_manifest()));
   edit(j);
-  return format_error_of([&] { manifest_from_json(j.dump(), kFile); });
+  return error_message<FormatError>([&] { manifest_from_json(j.dump(), kFile); });
 }
 
 json& tensor_named(json& j, const std::string& name) {
@@ -287,8 +270,8 @@ TEST(ManifestErrors, WrongTypesAndRanges) {
                         {kFile, "dtype", "F128"}));
   EXPECT_TRUE(names_all(error_after([](json& j) { j.at("tensors") = json::object(); }), {kFile, "tensors"}));
   EXPECT_TRUE(names_all(error_after([](json& j) { j = json::array(); }), {kFile}));
-  EXPECT_TRUE(names_all(format_error_of([] { manifest_from_json("{\"format\": ", kFile); }), {kFile}));
-  EXPECT_TRUE(names_all(format_error_of([] { manifest_from_json("", kFile); }), {kFile}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([] { manifest_from_json("{\"format\": ", kFile); }), {kFile}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([] { manifest_from_json("", kFile); }), {kFile}));
 }
 
 TEST(ManifestErrors, TheSameTensorOrFileTwice) {
@@ -354,11 +337,11 @@ TEST(ManifestFragment, DisagreeingShapesOrDTypesAndBadTextAreErrors) {
   Manifest m = test::fixture_manifest();
   ManifestFragment other;
   other.tensors.push_back({"rng/0", DType::u8, {32}, {}});
-  EXPECT_TRUE(names_all(format_error_of([&] { merge_fragment(m, other); }), {"rng/0"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { merge_fragment(m, other); }), {"rng/0"}));
   other.tensors[0] = {"rng/0", DType::i8, {16}, {}};
-  EXPECT_TRUE(names_all(format_error_of([&] { merge_fragment(m, other); }), {"rng/0"}));
-  EXPECT_TRUE(names_all(format_error_of([] { fragment_from_json("{\"tensors\": 3}", "frag.json"); }), {"frag.json"}));
-  EXPECT_TRUE(names_all(format_error_of([] { fragment_from_json("not json", "frag.json"); }), {"frag.json"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { merge_fragment(m, other); }), {"rng/0"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([] { fragment_from_json("{\"tensors\": 3}", "frag.json"); }), {"frag.json"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([] { fragment_from_json("not json", "frag.json"); }), {"frag.json"}));
 }
 
 TEST(Manifest, AnImportedModelHasNoOptimizerState) {
@@ -373,11 +356,11 @@ TEST(Manifest, AnImportedModelHasNoOptimizerState) {
 TEST(Manifest, ReadManifestNamesTheFolderOrFile) {
   TempDir dir;
   const auto missing = dir.path() / "step_00000001";
-  EXPECT_TRUE(names_all(format_error_of([&] { read_manifest(missing); }), {missing.string()}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { read_manifest(missing); }), {missing.string()}));
   const Manifest written = test::write_fixture_checkpoint(dir.path() / "good");
   expect_same(read_manifest(dir.path() / "good"), written);
   write_bytes(dir.path() / "good" / "manifest.json", "{\"format\":\"giant-checkpoint\"");
-  EXPECT_TRUE(names_all(format_error_of([&] { read_manifest(dir.path() / "good"); }),
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { read_manifest(dir.path() / "good"); }),
                         {(dir.path() / "good" / "manifest.json").string()}));
 }
 
@@ -453,11 +436,11 @@ TEST_F(CheckpointRoot, LatestAndResolve) {
   EXPECT_EQ(resolve_checkpoint(newer), newer);
   write_bytes(dir_.path() / "latest", "step_00000030\n");  // names no folder
   EXPECT_EQ(latest_checkpoint(dir_.path()), std::nullopt);
-  EXPECT_TRUE(names_all(format_error_of([&] { resolve_checkpoint(dir_.path()); }), {dir_.path().string()}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { resolve_checkpoint(dir_.path()); }), {dir_.path().string()}));
   const auto nothing = dir_.path() / "nothing";
   fs::create_directories(nothing);
-  EXPECT_TRUE(names_all(format_error_of([&] { resolve_checkpoint(nothing); }), {nothing.string()}));
-  EXPECT_TRUE(names_all(format_error_of([&] { resolve_checkpoint(dir_.path() / "absent"); }), {"absent"}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { resolve_checkpoint(nothing); }), {nothing.string()}));
+  EXPECT_TRUE(names_all(error_message<FormatError>([&] { resolve_checkpoint(dir_.path() / "absent"); }), {"absent"}));
 }
 
 }  // namespace

@@ -4,19 +4,10 @@
 #include "giant/base/error.h"
 #include "giant/planner/model_layout.h"
 #include "giant/planner/spec_toml.h"
+#include "support/error_message.h"
 
 namespace giant::planner {
 namespace {
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Presets, VeGiantModelGpt13b) {
   const ModelSpec m = model_preset("gpt-13b");
@@ -27,8 +18,8 @@ TEST(Presets, VeGiantModelGpt13b) {
   EXPECT_EQ(m.global_batch, 1536);
   for (const auto& name : model_preset_names()) EXPECT_NO_THROW(model_preset(name).validate()) << name;
   for (const auto& name : cluster_preset_names()) EXPECT_NO_THROW(cluster_preset(name).validate()) << name;
-  EXPECT_NE(error_of([] { model_preset("gpt-9t"); }).find("gpt-175b"), std::string::npos);
-  EXPECT_NE(error_of([] { cluster_preset("tpu"); }).find("v100-tcp"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { model_preset("gpt-9t"); }).find("gpt-175b"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { cluster_preset("tpu"); }).find("v100-tcp"), std::string::npos);
 }
 
 TEST(Presets, ClusterFigures) {
@@ -52,10 +43,10 @@ TEST(Toml, ModelRoundTripAndTrainerConfig) {
   const ModelSpec t = parse_model_toml(
       "[model]\nlayers=2\nhidden=64\nheads=4\nseq_len=32\nvocab=100\ndropout=0.1\nactivation=\"gelu_tanh\"\n[train]\nglobal_batch=8\nlr=3e-4\n");
   EXPECT_EQ(t.global_batch, 8);
-  EXPECT_NE(error_of([] { parse_model_toml("[model]\nlayers=2\nhiden=64\n"); }).find("model.hiden"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_model_toml("[model]\nlayers=\"two\"\n"); }).find("model.layers"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_model_toml("[model\n"); }).find("TOML syntax error"), std::string::npos);
-  EXPECT_NE(error_of([] { load_model_toml("/nonexistent/m.toml"); }).find("/nonexistent/m.toml"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { parse_model_toml("[model]\nlayers=2\nhiden=64\n"); }).find("model.hiden"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { parse_model_toml("[model]\nlayers=\"two\"\n"); }).find("model.layers"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { parse_model_toml("[model\n"); }).find("TOML syntax error"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { load_model_toml("/nonexistent/m.toml"); }).find("/nonexistent/m.toml"), std::string::npos);
 }
 
 TEST(Toml, ClusterRoundTrip) {
@@ -73,10 +64,10 @@ TEST(Toml, ClusterRoundTrip) {
       "hosts=2\ndevices_per_host=4\n[device]\ntype=\"A100\"\npeak_tflops=312\nmemory_gib=40\nmemory_gbytes_per_s=1555\n"
       "[intra_host]\nbandwidth_gbytes_per_s=300\n[inter_host]\ntransport=\"rdma\"\nbandwidth_gbit_per_s=800\n");
   EXPECT_DOUBLE_EQ(gbit.inter_host.bandwidth_bytes_per_s, 100e9);
-  EXPECT_NE(error_of([] { parse_cluster_toml("hosts=1\n[device]\ntype=\"x\"\npeak_tflops=1\nmemory_gib=1\nmemory_gbytes_per_s=1\nspeed=3\n"); })
+  EXPECT_NE(giant::test::error_message([] { parse_cluster_toml("hosts=1\n[device]\ntype=\"x\"\npeak_tflops=1\nmemory_gib=1\nmemory_gbytes_per_s=1\nspeed=3\n"); })
                 .find("device.speed"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_cluster_toml("hosts=1\n[device]\npeak_tflops=1\nmemory_gib=1\nmemory_gbytes_per_s=1\n[inter_host]\ntransport=\"udp\"\n"); })
+  EXPECT_NE(giant::test::error_message([] { parse_cluster_toml("hosts=1\n[device]\npeak_tflops=1\nmemory_gib=1\nmemory_gbytes_per_s=1\n[inter_host]\ntransport=\"udp\"\n"); })
                 .find("inter_host.transport"),
             std::string::npos);
 }
@@ -101,10 +92,10 @@ TEST(Toml, CalibratedDeviceKeys) {
   EXPECT_EQ(cluster_to_toml(preset).find("elementwise"), std::string::npos);
   std::string bad = text;
   bad.replace(bad.find("dtype_bytes=4"), 13, "dtype_bytes=3");
-  EXPECT_NE(error_of([&] { parse_cluster_toml(bad); }).find("device.dtype_bytes"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([&] { parse_cluster_toml(bad); }).find("device.dtype_bytes"), std::string::npos);
   bad = text;
   bad.replace(bad.find("elementwise_gbytes_per_s=6.5"), 28, "elementwise_gbytes_per_s=-1");
-  EXPECT_NE(error_of([&] { parse_cluster_toml(bad); }).find("device.elementwise_gbytes_per_s"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([&] { parse_cluster_toml(bad); }).find("device.elementwise_gbytes_per_s"), std::string::npos);
 }
 
 // A calibrated CPU file: fp32 in [device], bf16 in its own table.
@@ -196,13 +187,13 @@ TEST(Toml, BadPerPrecisionKeysNameThemselves) {
   };
   for (const auto& [replacement, key] : cases) {
     const std::string text = with("[device.bf16]\npeak_tflops=0.3", replacement);
-    const std::string what = error_of([&] { parse_cluster_toml(text); });
+    const std::string what = giant::test::error_message([&] { parse_cluster_toml(text); });
     EXPECT_NE(what.find(key), std::string::npos) << replacement << " -> " << what;
   }
-  EXPECT_NE(error_of([&] { parse_cluster_toml(with("gemm_overhead_us=20", "gemm_overhead_us=-3")); })
+  EXPECT_NE(giant::test::error_message([&] { parse_cluster_toml(with("gemm_overhead_us=20", "gemm_overhead_us=-3")); })
                 .find("device.bf16.gemm_overhead_us"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_cluster_toml(std::string(kPerPrecisionFile) + "\n[device.fp8]\npeak_tflops=1\n"); })
+  EXPECT_NE(giant::test::error_message([] { parse_cluster_toml(std::string(kPerPrecisionFile) + "\n[device.fp8]\npeak_tflops=1\n"); })
                 .find("[device.bf16]"),
             std::string::npos);  // the error lists the tables there are
 }
