@@ -90,6 +90,34 @@ void report_done(const train::TrainSummary& s, const train::RunConfig& config) {
   std::fflush(stdout);
 }
 
+// Connects the ranks, measures the matrix rates, settles what they decide
+// and trains: the exit status of the run.
+int train_on_ranks(train::RunConfig& config, const std::string& config_toml, const Tunables& keys,
+                   const ccl::Environment& env, const ccl::BootstrapInfo& launch) {
+  try {
+    std::shared_ptr<ccl::Communicator> world;
+    ccl::Bootstrap bootstrap;
+    if (launch.world_size > 1) {
+      bootstrap = ccl::bootstrap_from_environment(env, keys);
+      world = bootstrap.world;
+    }
+    const train::MatrixRates rates = train::measure_matrix_rates(
+        train::precisions_to_measure(config.train), static_cast<int>(config.train.threads), world.get());
+    if (const auto code = resolve_measured_choices(config, rates, launch)) return *code;
+    train::TrainHooks hooks;
+    hooks.stop_signal = &StopSignals::received;
+    train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, hooks, world, rates);
+    const train::TrainSummary s = trainer.run();
+    if (s.stop_signal != 0) return report_stop(s, config, launch.rank);
+    if (launch.rank == 0 && log_enabled(LogLevel::info)) report_done(s, config);
+    return kExitOk;
+  } catch (const c10::Error& e) {
+    return report_failure("giant train", Error(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return report_failure("giant train", e);  // a ConfigError found only now (the data) is still bad input
+  }
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& args) {
@@ -151,28 +179,7 @@ int train_command(const std::vector<std::string>& args) {
     }
   }
   const StopSignals stop_signals;  // from here on a signal stops the run after its step
-  try {
-    std::shared_ptr<ccl::Communicator> world;
-    ccl::Bootstrap bootstrap;
-    if (launch.world_size > 1) {
-      bootstrap = ccl::bootstrap_from_environment(env, keys);
-      world = bootstrap.world;
-    }
-    const train::MatrixRates rates = train::measure_matrix_rates(
-        train::precisions_to_measure(config.train), static_cast<int>(config.train.threads), world.get());
-    if (const auto code = resolve_measured_choices(config, rates, launch)) return *code;
-    train::TrainHooks hooks;
-    hooks.stop_signal = &StopSignals::received;
-    train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, hooks, world, rates);
-    const train::TrainSummary s = trainer.run();
-    if (s.stop_signal != 0) return report_stop(s, config, launch.rank);
-    if (launch.rank == 0 && log_enabled(LogLevel::info)) report_done(s, config);
-    return kExitOk;
-  } catch (const c10::Error& e) {
-    return report_failure("giant train", Error(e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return report_failure("giant train", e);  // a ConfigError found only now (the data) is still bad input
-  }
+  return train_on_ranks(config, config_toml, keys, env, launch);
 }
 
 #ifndef GIANT_WITH_PLANNER

@@ -32,6 +32,7 @@
 
 #include "bench_common.h"
 #include "ccl_bench_options.h"
+#include "transport_pairs.h"
 #include "element_values.h"
 #include "giant/base/statistics.h"
 #include "giant/base/tunables.h"
@@ -240,18 +241,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One row (or R rows) of the table: fill, warm up, time, check, report.
-// Adds the wrong elements of this rank and of all ranks to ctx.
-void run_size(RankContext& ctx, Collective c, const Layout& layout) {
+// Warms up, sizes the iteration count (the same on every rank, from the
+// slowest) and times each repetition: the slowest rank's mean in us.
+std::vector<double> time_repetitions(RankContext& ctx, Collective c, const Layout& layout, int* iters_out) {
   const Options& o = ctx.options;
-  // With a wire dtype the inputs are off the integers (by 1/3), so compression rounds.
-  const bool wire = o.wire != ccl::WireDType::none && c == Collective::allreduce;
-  const InputPattern pattern(o.op, ctx.nproc, wire ? 1.0 / 3 : 0.0);
-  for (size_t i = 0; i < layout.input_count; ++i)
-    store_element(o.dtype, ctx.input.data(), i, pattern.value(ctx.rank, i));
-  // A sentinel (NaN, or all ones for integers) so that unwritten output is wrong.
-  std::fill_n(ctx.output.begin(), layout.output_count * ctx.element_size, uint8_t{0xff});
-
   double last_warmup = 0;
   for (int i = 0; i < o.warmup; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -260,12 +253,10 @@ void run_size(RankContext& ctx, Collective c, const Layout& layout) {
   }
   int iters = o.iters;
   if (iters == 0) {
-    // Every rank must run the same count: size it from the slowest rank.
     double estimate = allreduce_scalar(ctx.comm, last_warmup, ccl::ReduceOp::max);
     double wanted = estimate > 0 ? std::ceil(o.budget_seconds / estimate) : o.max_iters;
     iters = static_cast<int>(std::clamp<double>(wanted, o.min_iters, o.max_iters));
   }
-
   std::vector<double> rep_times_us;
   for (int rep = 0; rep < o.repeat; ++rep) {
     ccl::barrier(ctx.comm).wait();
@@ -274,56 +265,83 @@ void run_size(RankContext& ctx, Collective c, const Layout& layout) {
     double mean = seconds_since(start) / iters;
     rep_times_us.push_back(allreduce_scalar(ctx.comm, mean, ccl::ReduceOp::max) * 1e6);
   }
-  // Every iteration writes the same result, so the last one is checked.
-  double max_relative_error = 0;
-  const int64_t wrong = count_wrong(ctx, c, layout, pattern, &max_relative_error);
-  const auto total_wrong = static_cast<int64_t>(
-      allreduce_scalar(ctx.comm, static_cast<double>(wrong), ccl::ReduceOp::sum));
-  ctx.wrong += wrong;
-  ctx.total_wrong += total_wrong;
-  if (wire) max_relative_error = allreduce_scalar(ctx.comm, max_relative_error, ccl::ReduceOp::max);
+  *iters_out = iters;
+  return rep_times_us;
+}
 
-  if (ctx.rank == 0) {
-    Measurement m;
-    m.bench = "ccl";
-    m.collective = collective_name(c);
-    m.nproc = ctx.nproc;
-    m.bytes = static_cast<int64_t>(layout.total_count * ctx.element_size);
-    m.count = static_cast<int64_t>(layout.total_count);
-    m.dtype = ccl::dtype_name(o.dtype);
-    m.op = is_reduction(c) ? ccl::reduce_op_name(o.op) : "-";
-    m.root = is_rooted(c) ? o.root : -1;
-    m.iters = iters;
-    m.wrong = total_wrong;
-    // The distinct transports here, every pair's in `transports`, so parsers need not guess.
-    m.transport = ctx.transport_kinds;
-    m.extra = {{"sockets", std::to_string(ctx.comm.config().sockets_per_peer)}};
-    if (c == Collective::allreduce) {
-      m.algorithm = ccl::algorithm_name(resolved_algorithm(ctx.comm, o.algorithm, m.bytes));
-      m.extra.emplace_back("algorithm_requested", ccl::algorithm_name(o.algorithm));
-    }
-    m.extra.emplace_back("transports", ctx.transport_pairs);
-    if (wire) {
-      // bytes (and so busbw) are those of the uncompressed data: the effective bandwidth.
-      char text[32];
-      m.extra.emplace_back("wire", ccl::wire_dtype_name(o.wire));
-      std::snprintf(text, sizeof text, "%.3g", max_relative_error);
-      m.extra.emplace_back("wire_max_rel_error", text);
-      std::snprintf(text, sizeof text, "%.3g", wire_relative_bound(o.wire, ctx.nproc));
-      m.extra.emplace_back("wire_bound", text);
-    }
-    for (int rep = 0; rep < o.repeat; ++rep) {
-      m.rep = rep;
-      m.time_us = rep_times_us[rep];
-      print_measurement(m);
-    }
-    if (o.repeat > 1) {
-      m.rep = -1;
-      m.time_us = median(rep_times_us);
-      m.extra.emplace_back("stat", "median");
-      print_measurement(m);
-    }
+// What one size measured, for rank 0's rows.
+struct SizeResult {
+  int iters = 0;
+  std::vector<double> rep_times_us;
+  int64_t total_wrong = 0;
+  double max_relative_error = 0;  // with a wire dtype
+  bool wire = false;
+};
+
+// Rank 0's rows: one per repetition, and their median when there are several.
+void report_size(const RankContext& ctx, Collective c, const Layout& layout, const SizeResult& r) {
+  const Options& o = ctx.options;
+  Measurement m;
+  m.bench = "ccl";
+  m.collective = collective_name(c);
+  m.nproc = ctx.nproc;
+  m.bytes = static_cast<int64_t>(layout.total_count * ctx.element_size);
+  m.count = static_cast<int64_t>(layout.total_count);
+  m.dtype = ccl::dtype_name(o.dtype);
+  m.op = is_reduction(c) ? ccl::reduce_op_name(o.op) : "-";
+  m.root = is_rooted(c) ? o.root : -1;
+  m.iters = r.iters;
+  m.wrong = r.total_wrong;
+  // The distinct transports here, every pair's in `transports`, so parsers need not guess.
+  m.transport = ctx.transport_kinds;
+  m.extra = {{"sockets", std::to_string(ctx.comm.config().sockets_per_peer)}};
+  if (c == Collective::allreduce) {
+    m.algorithm = ccl::algorithm_name(resolved_algorithm(ctx.comm, o.algorithm, m.bytes));
+    m.extra.emplace_back("algorithm_requested", ccl::algorithm_name(o.algorithm));
   }
+  m.extra.emplace_back("transports", ctx.transport_pairs);
+  if (r.wire) {
+    // bytes (and so busbw) are those of the uncompressed data: the effective bandwidth.
+    char text[32];
+    m.extra.emplace_back("wire", ccl::wire_dtype_name(o.wire));
+    std::snprintf(text, sizeof text, "%.3g", r.max_relative_error);
+    m.extra.emplace_back("wire_max_rel_error", text);
+    std::snprintf(text, sizeof text, "%.3g", wire_relative_bound(o.wire, ctx.nproc));
+    m.extra.emplace_back("wire_bound", text);
+  }
+  for (int rep = 0; rep < o.repeat; ++rep) {
+    m.rep = rep;
+    m.time_us = r.rep_times_us[rep];
+    print_measurement(m);
+  }
+  if (o.repeat > 1) {
+    m.rep = -1;
+    m.time_us = median(r.rep_times_us);
+    m.extra.emplace_back("stat", "median");
+    print_measurement(m);
+  }
+}
+
+// One row (or R rows) of the table: fill, warm up, time, check, report.
+// Adds the wrong elements of this rank and of all ranks to ctx.
+void run_size(RankContext& ctx, Collective c, const Layout& layout) {
+  const Options& o = ctx.options;
+  SizeResult r;
+  // With a wire dtype the inputs are off the integers (by 1/3), so compression rounds.
+  r.wire = o.wire != ccl::WireDType::none && c == Collective::allreduce;
+  const InputPattern pattern(o.op, ctx.nproc, r.wire ? 1.0 / 3 : 0.0);
+  for (size_t i = 0; i < layout.input_count; ++i)
+    store_element(o.dtype, ctx.input.data(), i, pattern.value(ctx.rank, i));
+  // A sentinel (NaN, or all ones for integers) so that unwritten output is wrong.
+  std::fill_n(ctx.output.begin(), layout.output_count * ctx.element_size, uint8_t{0xff});
+  r.rep_times_us = time_repetitions(ctx, c, layout, &r.iters);
+  // Every iteration writes the same result, so the last one is checked.
+  const int64_t wrong = count_wrong(ctx, c, layout, pattern, &r.max_relative_error);
+  r.total_wrong = static_cast<int64_t>(allreduce_scalar(ctx.comm, static_cast<double>(wrong), ccl::ReduceOp::sum));
+  ctx.wrong += wrong;
+  ctx.total_wrong += r.total_wrong;
+  if (r.wire) r.max_relative_error = allreduce_scalar(ctx.comm, r.max_relative_error, ccl::ReduceOp::max);
+  if (ctx.rank == 0) report_size(ctx, c, layout, r);
   if (wrong > 0)
     std::fprintf(stderr, "[rank %d] %s at %zu B: %lld of its %zu output elements wrong\n", ctx.rank,
                  collective_name(c), layout.total_count * ctx.element_size,
@@ -334,42 +352,6 @@ std::vector<int64_t> nominal_sizes(const Options& o) {
   std::vector<int64_t> sizes;
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) sizes.push_back(bytes);
   return sizes;
-}
-
-// Which transport carries each peer pair, gathered from every rank: the pairs
-// as "0-1:shm,0-2:tcp,..." and the distinct transports as "shm+tcp".
-std::pair<std::string, std::string> gather_transports(Communicator& comm) {
-  const int n = comm.size();
-  if (n == 1) return {"-", comm.transport_to(0)};
-  std::string mine;
-  for (int peer = comm.rank() + 1; peer < n; ++peer)
-    mine += (mine.empty() ? "" : ",") + std::to_string(comm.rank()) + "-" + std::to_string(peer) + ":" +
-            comm.transport_to(peer);
-  // The lengths first, then every rank's text padded to the longest.
-  int64_t length = static_cast<int64_t>(mine.size());
-  std::vector<int64_t> lengths(n);
-  ccl::AllgatherOptions a;
-  a.input = &length, a.output = lengths.data(), a.count = 1, a.dtype = ccl::DType::i64;
-  ccl::allgather(comm, a).wait();
-  const size_t longest = static_cast<size_t>(std::max<int64_t>(1, *std::max_element(lengths.begin(), lengths.end())));
-  std::vector<uint8_t> padded(longest, 0), all(longest * n, 0);
-  std::copy(mine.begin(), mine.end(), padded.begin());
-  a.input = padded.data(), a.output = all.data(), a.count = longest, a.dtype = ccl::DType::u8;
-  ccl::allgather(comm, a).wait();
-  std::string pairs, kinds;
-  std::vector<std::string> seen;
-  for (int r = 0; r < n; ++r) {
-    std::string text(reinterpret_cast<const char*>(all.data()) + r * longest, static_cast<size_t>(lengths[r]));
-    for (const std::string& pair : split_list(text)) {
-      pairs += (pairs.empty() ? "" : ",") + pair;
-      std::string kind = pair.substr(pair.find(':') + 1);
-      if (std::find(seen.begin(), seen.end(), kind) == seen.end()) {
-        seen.push_back(kind);
-        kinds += (kinds.empty() ? "" : "+") + kind;
-      }
-    }
-  }
-  return {pairs, kinds};
 }
 
 // Every collective at every size on comm (o.nproc ranks). Returns this

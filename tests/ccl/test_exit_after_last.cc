@@ -39,44 +39,22 @@ struct Round {
 // Integers small enough that every sum is exact in f32.
 float value(int rank, size_t i) { return static_cast<float>(rank + 1) * static_cast<float>(i % 7 + 1); }
 
-// Runs the round's operation and returns how many elements came out wrong.
-size_t run_last_op(Communicator& comm, const Round& round) {
+// value(r, i) summed over the n ranks.
+float summed_value(int n, size_t i) {
+  float s = 0;
+  for (int r = 0; r < n; ++r) s += value(r, i);
+  return s;
+}
+
+// The rooted operations of run_last_op: runs one and returns what this
+// rank's output should hold.
+std::vector<float> run_rooted_op(Communicator& comm, LastOp op, size_t c, std::vector<float>& in,
+                                 std::vector<float>& out) {
   const int me = comm.rank();
   const int n = comm.size();
-  const size_t c = round.count;
-  std::vector<float> in(c * n), out(c * n, -1.0f), want;
-  for (size_t i = 0; i < in.size(); ++i) in[i] = value(me, i);
-  auto sum_over_ranks = [&](size_t i) {
-    float s = 0;
-    for (int r = 0; r < n; ++r) s += value(r, i);
-    return s;
-  };
-  switch (round.op) {
-    case LastOp::barrier:
-      barrier(comm).wait();
-      return 0;
-    case LastOp::allreduce: {
-      AllreduceOptions o;
-      o.input = in.data(), o.output = out.data(), o.count = c;
-      allreduce(comm, o).wait();
-      for (size_t i = 0; i < c; ++i) want.push_back(sum_over_ranks(i));
-      break;
-    }
-    case LastOp::reduce_scatter: {
-      ReduceScatterOptions o;
-      o.input = in.data(), o.output = out.data(), o.count = c;
-      reduce_scatter(comm, o).wait();
-      for (size_t i = 0; i < c; ++i) want.push_back(sum_over_ranks(me * c + i));
-      break;
-    }
-    case LastOp::allgather: {
-      AllgatherOptions o;
-      o.input = in.data(), o.output = out.data(), o.count = c;
-      allgather(comm, o).wait();
-      for (int r = 0; r < n; ++r)
-        for (size_t i = 0; i < c; ++i) want.push_back(value(r, i));
-      break;
-    }
+  std::vector<float> want;
+  auto sum_over_ranks = [&](size_t i) { return summed_value(n, i); };
+  switch (op) {
     case LastOp::broadcast: {
       BroadcastOptions o;
       o.input = in.data(), o.output = out.data(), o.count = c, o.root = n - 1;
@@ -108,6 +86,46 @@ size_t run_last_op(Communicator& comm, const Round& round) {
       for (size_t i = 0; i < c; ++i) want.push_back(value(0, me * c + i));
       break;
     }
+    default:
+      break;
+  }
+  return want;
+}
+
+// Runs the round's operation and returns how many elements came out wrong.
+size_t run_last_op(Communicator& comm, const Round& round) {
+  const int me = comm.rank();
+  const int n = comm.size();
+  const size_t c = round.count;
+  std::vector<float> in(c * n), out(c * n, -1.0f), want;
+  for (size_t i = 0; i < in.size(); ++i) in[i] = value(me, i);
+  auto sum_over_ranks = [&](size_t i) { return summed_value(n, i); };
+  switch (round.op) {
+    case LastOp::barrier:
+      barrier(comm).wait();
+      return 0;
+    case LastOp::allreduce: {
+      AllreduceOptions o;
+      o.input = in.data(), o.output = out.data(), o.count = c;
+      allreduce(comm, o).wait();
+      for (size_t i = 0; i < c; ++i) want.push_back(sum_over_ranks(i));
+      break;
+    }
+    case LastOp::reduce_scatter: {
+      ReduceScatterOptions o;
+      o.input = in.data(), o.output = out.data(), o.count = c;
+      reduce_scatter(comm, o).wait();
+      for (size_t i = 0; i < c; ++i) want.push_back(sum_over_ranks(me * c + i));
+      break;
+    }
+    case LastOp::allgather: {
+      AllgatherOptions o;
+      o.input = in.data(), o.output = out.data(), o.count = c;
+      allgather(comm, o).wait();
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < c; ++i) want.push_back(value(r, i));
+      break;
+    }
     case LastOp::alltoall: {
       AlltoallOptions o;
       o.input = in.data(), o.output = out.data(), o.count = c;
@@ -116,6 +134,12 @@ size_t run_last_op(Communicator& comm, const Round& round) {
         for (size_t i = 0; i < c; ++i) want.push_back(value(r, me * c + i));
       break;
     }
+    case LastOp::broadcast:
+    case LastOp::reduce:
+    case LastOp::gather:
+    case LastOp::scatter:
+      want = run_rooted_op(comm, round.op, c, in, out);
+      break;
     case LastOp::send_recv: {
       // A ring: each rank sends to the next and receives from the previous.
       SendOptions s;

@@ -66,6 +66,44 @@ std::chrono::milliseconds left(const Deadline& deadline) {
   return std::chrono::milliseconds(deadline.remaining_ms(INT_MAX));
 }
 
+// Maps the segment rank `peer` published (its pid and memfd, read through
+// /proc). Throws Error saying why it cannot.
+void* map_peer_segment(Store& store, int peer, size_t segment_bytes, const Deadline& deadline, pid_t* pid) {
+  std::istringstream in(to_string(store.get("shm/" + std::to_string(peer), left(deadline))));
+  int peer_fd = -1;
+  *pid = 0;
+  in >> *pid >> peer_fd;
+  if (*pid <= 0) throw Error("rank " + std::to_string(peer) + " has no segment");
+  const std::string path = "/proc/" + std::to_string(*pid) + "/fd/" + std::to_string(peer_fd);
+  const int mapped_fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (mapped_fd < 0) {
+    throw Error("cannot open rank " + std::to_string(peer) + "'s segment " + path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  const bool sized = ::fstat(mapped_fd, &st) == 0 && static_cast<size_t>(st.st_size) == segment_bytes;
+  void* at = sized ? ::mmap(nullptr, segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mapped_fd, 0) : MAP_FAILED;
+  ::close(mapped_fd);
+  if (at == MAP_FAILED) {
+    throw Error("cannot map rank " + std::to_string(peer) + "'s segment (" +
+                (sized ? std::strerror(errno) : "size differs: ccl.shm.chunk_bytes") + ")");
+  }
+  return at;
+}
+
+// Agree: shared memory is used only if every rank could set it up (every
+// rank publishes its verdict, so none waits in vain).
+bool every_rank_set_up(Store& store, int rank, int size, const std::string& failure, const Deadline& deadline) {
+  store.set("shm_ok/" + std::to_string(rank), to_bytes(failure.empty() ? "1" : "0"));
+  bool everyone = true;
+  for (int r = 0; r < size && everyone; ++r) {
+    everyone = to_string(store.get("shm_ok/" + std::to_string(r), left(deadline))) == "1";
+  }
+  if (!failure.empty()) {
+    GIANT_LOG(warn) << "ccl: shared memory is off (rank " << rank << "): " << failure;
+  }
+  return everyone;
+}
+
 }  // namespace
 
 struct ShmGroup::Segment {
@@ -114,27 +152,9 @@ std::unique_ptr<ShmGroup> ShmGroup::create(Store& store, const HostTopology& top
               to_bytes(fd < 0 ? "-1 -1" : std::to_string(::getpid()) + " " + std::to_string(fd)));
     try {
       for (int local = 0; local < topology.local_size; ++local) {
-        int peer = topology.local_ranks[local];
-        std::istringstream in(to_string(store.get("shm/" + std::to_string(peer), left(deadline))));
         Peer p;
-        p.rank = peer;
-        int peer_fd = -1;
-        in >> p.pid >> peer_fd;
-        if (p.pid <= 0) throw Error("rank " + std::to_string(peer) + " has no segment");
-        std::string path = "/proc/" + std::to_string(p.pid) + "/fd/" + std::to_string(peer_fd);
-        int mapped_fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-        if (mapped_fd < 0) {
-          throw Error("cannot open rank " + std::to_string(peer) + "'s segment " + path + ": " + std::strerror(errno));
-        }
-        struct stat st {};
-        bool sized = ::fstat(mapped_fd, &st) == 0 && static_cast<size_t>(st.st_size) == group->segment_bytes_;
-        void* at = sized ? ::mmap(nullptr, group->segment_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, mapped_fd, 0)
-                         : MAP_FAILED;
-        ::close(mapped_fd);
-        if (at == MAP_FAILED) {
-          throw Error("cannot map rank " + std::to_string(peer) + "'s segment (" +
-                      (sized ? std::strerror(errno) : "size differs: ccl.shm.chunk_bytes") + ")");
-        }
+        p.rank = topology.local_ranks[local];
+        void* at = map_peer_segment(store, p.rank, group->segment_bytes_, deadline, &p.pid);
         p.segment = static_cast<Segment*>(at);
         group->peers_.push_back(p);
       }
@@ -144,15 +164,7 @@ std::unique_ptr<ShmGroup> ShmGroup::create(Store& store, const HostTopology& top
       if (failure.empty()) failure = e.what();
     }
   }
-  // Agree: shared memory is used only if every rank could set it up.
-  store.set("shm_ok/" + std::to_string(rank), to_bytes(failure.empty() ? "1" : "0"));
-  bool everyone = true;
-  for (int r = 0; r < size && everyone; ++r) {
-    everyone = to_string(store.get("shm_ok/" + std::to_string(r), left(deadline))) == "1";
-  }
-  if (!failure.empty()) {
-    GIANT_LOG(warn) << "ccl: shared memory is off (rank " << rank << "): " << failure;
-  }
+  const bool everyone = every_rank_set_up(store, rank, size, failure, deadline);
   if (!everyone) return nullptr;
   // Every peer has mapped our segment by now: the mapping keeps it alive.
   if (group->own_fd_ >= 0) ::close(group->own_fd_);

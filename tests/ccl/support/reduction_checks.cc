@@ -181,9 +181,9 @@ void expect_same_hash_everywhere(Communicator& comm, uint64_t hash, const std::s
   }
 }
 
-}  // namespace
-
-void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Findings& findings) {
+// allreduce of random floats at two counts, every dtype, op and algorithm:
+// the same bits on every rank, close to the exact sum.
+void check_random_allreduce(Communicator& comm, const CollectivePlan& plan, Findings& findings) {
   const int n = comm.size();
   const int rank = comm.rank();
   const DType floats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
@@ -229,7 +229,11 @@ void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Fin
       }
     }
   }
-  // Large: f32 sum at 2^20+3 elements.
+}
+
+// Large: f32 sum at 2^20+3 elements, the same bits on every rank.
+void check_large_allreduce(Communicator& comm, const CollectivePlan& plan, Findings& findings) {
+  const int rank = comm.rank();
   for (Algorithm algorithm : allreduce_algorithms(comm, plan)) {
     Buffer input = random_values(DType::f32, kBigCount, 104729u * (rank + 1));
     Buffer output(DType::f32, kBigCount);
@@ -243,7 +247,13 @@ void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Fin
     if (run_op(name, findings, [&] { return allreduce(comm, options); }))
       expect_same_hash_everywhere(comm, fnv1a(output.data(), output.nbytes()), name, findings);
   }
-  // reduce_scatter: repeatable bit for bit.
+}
+
+// reduce_scatter: repeatable bit for bit.
+void check_repeatable_reduce_scatter(Communicator& comm, Findings& findings) {
+  const int n = comm.size();
+  const int rank = comm.rank();
+  const DType floats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
   for (DType dtype : floats) {
     const size_t count = 1001;
     Buffer input = random_values(dtype, count * n, 31u * rank + static_cast<uint32_t>(dtype));
@@ -260,7 +270,13 @@ void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Fin
     if (!run_op(name, findings, [&] { return reduce_scatter(comm, options); })) continue;
     if (first.bytes() != second.bytes()) findings.add(name + ": the two results differ bitwise");
   }
-  // allgather moves raw bytes: NaN payloads, subnormals, -0 and infinities survive.
+}
+
+// allgather moves raw bytes: NaN payloads, subnormals, -0 and infinities survive.
+void check_raw_allgather(Communicator& comm, Findings& findings) {
+  const int n = comm.size();
+  const int rank = comm.rank();
+  const DType floats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
   for (DType dtype : floats) {
     const size_t count = 4099;
     auto raw_bytes = [&](int r) {
@@ -288,6 +304,15 @@ void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Fin
   }
 }
 
+}  // namespace
+
+void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Findings& findings) {
+  check_random_allreduce(comm, plan, findings);
+  check_large_allreduce(comm, plan, findings);
+  check_repeatable_reduce_scatter(comm, findings);
+  check_raw_allgather(comm, findings);
+}
+
 namespace {
 
 // Records a finding unless issue() throws a plain giant::Error (not a
@@ -312,12 +337,11 @@ void expect_issue_error(const std::string& name, Findings& findings, const std::
 
 }  // namespace
 
-void check_invalid_arguments(Communicator& comm, const CollectivePlan& plan, Findings& findings) {
+namespace {
+
+// avg of integers, and a reduce to a root that does not exist.
+void check_invalid_reductions(Communicator& comm, const Buffer& input, Buffer& output, size_t count, Findings& findings) {
   const int n = comm.size();
-  const size_t count = 7;
-  Buffer input(DType::i64, count * (n + 1));  // large enough for any dtype and layout below
-  Buffer output(DType::i64, count * (n + 1));
-  input.fill_bytes(1);
   for (DType dtype : {DType::i32, DType::i64, DType::u8}) {
     AllreduceOptions options;
     options.input = input.data();
@@ -351,6 +375,11 @@ void check_invalid_arguments(Communicator& comm, const CollectivePlan& plan, Fin
     options.root = n;
     expect_issue_error(case_name("reduce", comm, "root=size"), findings, [&] { return reduce(comm, options); });
   }
+}
+
+// Roots out of range.
+void check_invalid_roots(Communicator& comm, const Buffer& input, Buffer& output, size_t count, Findings& findings) {
+  const int n = comm.size();
   for (int root : {-1, n}) {
     BroadcastOptions options;
     options.input = input.data();
@@ -376,6 +405,11 @@ void check_invalid_arguments(Communicator& comm, const CollectivePlan& plan, Fin
     options.root = -1;
     expect_issue_error(case_name("scatter", comm, "root=-1"), findings, [&] { return scatter(comm, options); });
   }
+}
+
+// Count lists of the wrong length, peers out of range, a null buffer.
+void check_invalid_lists_and_peers(Communicator& comm, const Buffer& input, Buffer& output, size_t count, Findings& findings) {
+  const int n = comm.size();
   {
     AllgathervOptions options;
     options.input = input.data();
@@ -412,6 +446,19 @@ void check_invalid_arguments(Communicator& comm, const CollectivePlan& plan, Fin
     expect_issue_error(case_name("allreduce", comm, "input=nullptr count=7"), findings,
                        [&] { return allreduce(comm, options); });
   }
+}
+
+}  // namespace
+
+void check_invalid_arguments(Communicator& comm, const CollectivePlan& plan, Findings& findings) {
+  const int n = comm.size();
+  const size_t count = 7;
+  Buffer input(DType::i64, count * (n + 1));  // large enough for any dtype and layout below
+  Buffer output(DType::i64, count * (n + 1));
+  input.fill_bytes(1);
+  check_invalid_reductions(comm, input, output, count, findings);
+  check_invalid_roots(comm, input, output, count, findings);
+  check_invalid_lists_and_peers(comm, input, output, count, findings);
   // The communicator still works: bad input is rejected before any work starts.
   allreduce_case(comm, DType::i32, ReduceOp::sum, 1000, Algorithm::automatic, false, findings);
 }
