@@ -2,82 +2,74 @@
 
 #include <unistd.h>
 
-#include <cmath>
-#include <fstream>
+#include <vector>
 
 #include "giant/base/error.h"
-#include "giant/base/tunables.h"
+#include "giant/base/key_table.h"
 
 namespace giant::ccl {
 namespace {
 
-std::chrono::milliseconds to_ms(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000)));
+using namespace keys;  // the table's rules and factories
+using Row = KeyRow<CommConfig>;
+
+template <class T>
+Field<CommConfig, T> in(T CommConfig::*m) { return member(m); }
+
+// 0 (automatic) or at least 4 KiB.
+void check_segment_bytes(CommConfig& c) {
+  if (c.segment_bytes != 0 && c.segment_bytes < 4096) {
+    throw ConfigError("ccl.segment_bytes", "must be 0 (automatic) or at least 4 KiB, got " +
+                                               std::to_string(c.segment_bytes));
+  }
+}
+
+std::vector<Row> make_ccl_keys() {
+  using C = CommConfig;
+  std::vector<Row> keys;
+  keys.push_back(duration("ccl.timeout", in(&C::timeout), positive(),
+                          "bound on one whole collective or point-to-point operation"));
+  keys.push_back(duration("ccl.connect_timeout", in(&C::connect_timeout), positive(),
+                          "bound on rendezvous and connecting to every peer"));
+  keys.push_back(integer("ccl.tcp.sockets_per_peer", in(&C::sockets_per_peer), between(1, 64),
+                         "TCP data sockets per peer pair"));
+  keys.push_back(accepting(
+      followed_by(bytes("ccl.segment_bytes", in(&C::segment_bytes), not_negative(),
+                        "pipeline segment of ring and chain algorithms (0: chosen per call by the alpha-beta model)"),
+                  check_segment_bytes),
+      "0 or >= 4096"));
+  keys.push_back(bytes("ccl.allreduce.halving_doubling_max_bytes", in(&C::halving_doubling_max_bytes),
+                       not_negative(),
+                       "automatic allreduce weighs halving-doubling up to this size (the other algorithms at any)"));
+  keys.push_back(bytes("ccl.engine.chunk_bytes", in(&C::engine_chunk_bytes), at_least(65536),
+                       "allreduces larger than this run in chunks; more urgent operations overtake between them"));
+  keys.push_back(choice("ccl.transport", in(&C::transport), Names<std::string>{{"auto", "auto"}, {"tcp", "tcp"}},
+                        "between ranks of one host: auto (shared memory where possible) or tcp"));
+  keys.push_back(bytes("ccl.shm.chunk_bytes", in(&C::shm_chunk_bytes), at_least(4096),
+                       "pipeline chunk of the shared-memory algorithms"));
+  keys.push_back(real("ccl.model.shm_alpha_us", in(&C::shm_alpha_us), positive(),
+                      "latency of a shared-memory step (microseconds)"));
+  keys.push_back(real("ccl.model.shm_gbps", in(&C::shm_gbps), positive(), "shared-memory bandwidth per rank (GB/s)"));
+  keys.push_back(real("ccl.model.tcp_alpha_us", in(&C::tcp_alpha_us), positive(),
+                      "latency of a TCP message (microseconds)"));
+  keys.push_back(real("ccl.model.tcp_gbps", in(&C::tcp_gbps), positive(), "TCP bandwidth per peer pair (GB/s)"));
+  keys.push_back(text("ccl.listen_address", in(&C::listen_address), Empty::allowed,
+                      "address ranks listen on (empty: the one that reaches the store)"));
+  keys.push_back(text("ccl.host_id", in(&C::host_id), Empty::allowed,
+                      "host identity (empty: hostname plus network namespace)"));
+  return keys;
 }
 
 }  // namespace
 
-void CommConfig::define_tunables(Tunables& t) {
-  CommConfig d;
-  t.define_seconds("ccl.timeout", d.timeout.count() / 1000.0,
-                   "bound on one whole collective or point-to-point operation");
-  t.define_seconds("ccl.connect_timeout", d.connect_timeout.count() / 1000.0,
-                   "bound on rendezvous and connecting to every peer");
-  t.define_int("ccl.tcp.sockets_per_peer", d.sockets_per_peer, "TCP data sockets per peer pair");
-  t.define_bytes("ccl.segment_bytes", static_cast<int64_t>(d.segment_bytes),
-                 "pipeline segment of ring and chain algorithms (0: chosen per call by the alpha-beta model)");
-  t.define_bytes("ccl.allreduce.halving_doubling_max_bytes", static_cast<int64_t>(d.halving_doubling_max_bytes),
-                 "automatic allreduce weighs halving-doubling up to this size (the other algorithms at any)");
-  t.define_bytes("ccl.engine.chunk_bytes", static_cast<int64_t>(d.engine_chunk_bytes),
-                 "allreduces larger than this run in chunks; more urgent operations overtake between them");
-  t.define_string("ccl.transport", d.transport,
-                  "between ranks of one host: auto (shared memory where possible) or tcp");
-  t.define_bytes("ccl.shm.chunk_bytes", static_cast<int64_t>(d.shm_chunk_bytes),
-                 "pipeline chunk of the shared-memory algorithms");
-  t.define_real("ccl.model.shm_alpha_us", d.shm_alpha_us, "latency of a shared-memory step (microseconds)");
-  t.define_real("ccl.model.shm_gbps", d.shm_gbps, "shared-memory bandwidth per rank (GB/s)");
-  t.define_real("ccl.model.tcp_alpha_us", d.tcp_alpha_us, "latency of a TCP message (microseconds)");
-  t.define_real("ccl.model.tcp_gbps", d.tcp_gbps, "TCP bandwidth per peer pair (GB/s)");
-  t.define_string("ccl.listen_address", d.listen_address,
-                  "address ranks listen on (empty: the one that reaches the store)");
-  t.define_string("ccl.host_id", d.host_id, "host identity (empty: hostname plus network namespace)");
+const std::vector<keys::KeyRow<CommConfig>>& ccl_keys() {
+  static const std::vector<Row> table = make_ccl_keys();  // immutable once built
+  return table;
 }
 
-CommConfig CommConfig::from_tunables(const Tunables& t) {
-  CommConfig c;
-  c.timeout = to_ms(t.get_real("ccl.timeout"));
-  c.connect_timeout = to_ms(t.get_real("ccl.connect_timeout"));
-  c.sockets_per_peer = static_cast<int>(t.get_int("ccl.tcp.sockets_per_peer"));
-  c.segment_bytes = static_cast<size_t>(t.get_int("ccl.segment_bytes"));
-  c.halving_doubling_max_bytes = static_cast<size_t>(t.get_int("ccl.allreduce.halving_doubling_max_bytes"));
-  c.engine_chunk_bytes = static_cast<size_t>(t.get_int("ccl.engine.chunk_bytes"));
-  c.transport = t.get_string("ccl.transport");
-  c.shm_chunk_bytes = static_cast<size_t>(t.get_int("ccl.shm.chunk_bytes"));
-  c.shm_alpha_us = t.get_real("ccl.model.shm_alpha_us");
-  c.shm_gbps = t.get_real("ccl.model.shm_gbps");
-  c.tcp_alpha_us = t.get_real("ccl.model.tcp_alpha_us");
-  c.tcp_gbps = t.get_real("ccl.model.tcp_gbps");
-  c.listen_address = t.get_string("ccl.listen_address");
-  c.host_id = t.get_string("ccl.host_id");
-  if (c.sockets_per_peer < 1 || c.sockets_per_peer > 64) {
-    throw ConfigError("ccl.tcp.sockets_per_peer", "must be between 1 and 64, got " +
-                                                      std::to_string(c.sockets_per_peer));
-  }
-  if (c.segment_bytes != 0 && c.segment_bytes < 4096) {
-    throw ConfigError("ccl.segment_bytes", "must be 0 (automatic) or at least 4 KiB");
-  }
-  if (c.timeout.count() <= 0) throw ConfigError("ccl.timeout", "must be positive");
-  if (c.transport != "auto" && c.transport != "tcp") {
-    throw ConfigError("ccl.transport", "must be auto or tcp, got '" + c.transport + "'");
-  }
-  if (c.shm_chunk_bytes < 4096) throw ConfigError("ccl.shm.chunk_bytes", "must be at least 4 KiB");
-  if (c.engine_chunk_bytes < 65536) throw ConfigError("ccl.engine.chunk_bytes", "must be at least 64 KiB");
-  for (auto [key, value] : {std::pair{"ccl.model.shm_alpha_us", c.shm_alpha_us}, {"ccl.model.shm_gbps", c.shm_gbps},
-                            {"ccl.model.tcp_alpha_us", c.tcp_alpha_us}, {"ccl.model.tcp_gbps", c.tcp_gbps}}) {
-    if (!(value > 0)) throw ConfigError(key, "must be positive");
-  }
-  return c;
-}
+void CommConfig::define_tunables(Tunables& t) { keys::define_keys(ccl_keys(), t); }
+
+CommConfig CommConfig::from_tunables(const Tunables& t) { return keys::read_keys(ccl_keys(), t); }
 
 std::string default_host_id() {
   char name[256] = {0};

@@ -1,13 +1,12 @@
-// Settings of a communicator, and the tunables they come from.
+// Settings of a communicator, and the table of ccl.* keys they come from.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
-namespace giant {
-class Tunables;
-}
+#include "giant/base/key_table.h"
 
 namespace giant::ccl {
 
@@ -46,8 +45,13 @@ struct CommConfig {
 
   // Defines ccl.* in the registry with the defaults above.
   static void define_tunables(Tunables& tunables);
+  // Reads them: a ConfigError naming the key for a value ccl_keys() refuses.
   static CommConfig from_tunables(const Tunables& tunables);
 };
+
+// The ccl.* keys, each declared once: name, field, accepted values, help
+// (the defaults are CommConfig's initial values).
+const std::vector<keys::KeyRow<CommConfig>>& ccl_keys();
 
 // Hostname plus network namespace, e.g. "node7/net:[4026531992]".
 std::string default_host_id();

@@ -53,7 +53,7 @@ std::string code_cell(const std::string& text) { return text.empty() ? "" : "`" 
 
 constexpr const char* kPreamble = R"(# Configuration reference
 
-<!-- Generated from the key table (src/giant/train/run_keys.cc and ccl's tunables): do not edit by hand.
+<!-- Generated from the key table (src/giant/train/run_keys.cc and src/giant/ccl/config.cc): do not edit by hand.
      Regenerate: build/bin/giant train --print-config-reference > docs/config.md -->
 
 Every key `giant train` reads. Values come from built-in defaults <
@@ -91,8 +91,12 @@ void define_train_keys(Tunables& keys) {
 std::string config_reference() {
   Tunables keys;
   define_train_keys(keys);
-  std::map<std::string, const RunKey*> table;
-  for (const RunKey& key : run_keys()) table[key.name] = &key;
+  struct Said {
+    std::string allowed, detail;
+  };
+  std::map<std::string, Said> table;  // what the key tables say beyond the registry
+  for (const RunKey& key : run_keys()) table[key.name] = {key.allowed, key.detail};
+  for (const auto& key : ccl::ccl_keys()) table[key.name] = {key.allowed, key.detail};
   std::map<std::string, std::vector<std::string>> by_section;
   for (const std::string& name : keys.names()) by_section[name.substr(0, name.find('.'))].push_back(name);
 
@@ -102,12 +106,11 @@ std::string config_reference() {
     out << "\n## `" << section << ".*`: " << title << "\n\n"
         << "| key | kind | default | accepts | meaning |\n|---|---|---|---|---|\n";
     for (const std::string& name : by_section[section]) {
-      const auto row = table.find(name);
-      const RunKey* key = row == table.end() ? nullptr : row->second;
+      const Said& said = table.at(name);  // every key defined is in a table
       std::string meaning = keys.help(name);
-      if (key != nullptr && !key->detail.empty()) meaning += ". " + key->detail;
+      if (!said.detail.empty()) meaning += ". " + said.detail;
       out << "| `" << name << "` | " << kind_word(keys.kind(name)) << " | " << code_cell(keys.value_text(name))
-          << " | " << cell(key != nullptr ? key->allowed : "") << " | " << cell(meaning) << " |\n";
+          << " | " << cell(said.allowed) << " | " << cell(meaning) << " |\n";
     }
     by_section.erase(section);
   }

@@ -1,5 +1,6 @@
 #include "giant/train/run_keys.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -13,195 +14,21 @@ namespace {
 
 constexpr int64_t kMaxRetainMb = static_cast<int64_t>(kMaxRetainedBytes >> 20);  // 2047
 
-// The field a key binds to: a section of RunConfig and a member of it.
-template <class Section, class T>
-struct Field {
-  Section RunConfig::*section;
-  T Section::*member;
-  T& of(RunConfig& c) const { return (c.*section).*member; }
-  const T& of(const RunConfig& c) const { return (c.*section).*member; }
-};
+using namespace keys;  // the table's rules and factories
 
+// The field a key binds to: a member of a section of RunConfig.
 template <class T>
-Field<models::GptConfig, T> in_model(T models::GptConfig::*member) { return {&RunConfig::model, member}; }
+Field<RunConfig, T> in_model(T models::GptConfig::*m) { return member(&RunConfig::model, m); }
 template <class T>
-Field<ParallelSettings, T> in_parallel(T ParallelSettings::*member) { return {&RunConfig::parallel, member}; }
+Field<RunConfig, T> in_layout(T Layout::*m) { return member(&RunConfig::layout, m); }
 template <class T>
-Field<TrainSettings, T> in_train(T TrainSettings::*member) { return {&RunConfig::train, member}; }
+Field<RunConfig, T> in_parallel(T ParallelSettings::*m) { return member(&RunConfig::parallel, m); }
 template <class T>
-Field<DataSettings, T> in_data(T DataSettings::*member) { return {&RunConfig::data, member}; }
+Field<RunConfig, T> in_train(T TrainSettings::*m) { return member(&RunConfig::train, m); }
 template <class T>
-Field<CheckpointSettings, T> in_checkpoint(T CheckpointSettings::*member) { return {&RunConfig::checkpoint, member}; }
-
-// "a", "a or b", "a, b or c".
-std::string join_or(const std::vector<std::string>& words) {
-  std::string out;
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
-    out += words[i];
-  }
-  return out;
-}
-
-// The integers a key accepts.
-struct IntRule {
-  int64_t min = std::numeric_limits<int64_t>::min();
-  int64_t max = std::numeric_limits<int64_t>::max();
-  std::string note;     // what 0 means, said when a value is negative
-  bool listed = false;  // said as its values ("0, 1, 2 or 3")
-};
-
-IntRule any_int() { return {}; }
-IntRule at_least(int64_t min) { return {min, std::numeric_limits<int64_t>::max(), "", false}; }
-IntRule not_negative(std::string note = "") { return {0, std::numeric_limits<int64_t>::max(), std::move(note), false}; }
-IntRule between(int64_t min, int64_t max) { return {min, max, "", false}; }
-IntRule one_of_range(int64_t min, int64_t max) { return {min, max, "", true}; }
-
-std::string allowed_text(const IntRule& r) {
-  const bool has_min = r.min != std::numeric_limits<int64_t>::min();
-  const bool has_max = r.max != std::numeric_limits<int64_t>::max();
-  if (r.listed) {
-    std::vector<std::string> values;
-    for (int64_t v = r.min; v <= r.max; ++v) values.push_back(std::to_string(v));
-    return join_or(values);
-  }
-  if (has_min && has_max) return std::to_string(r.min) + " to " + std::to_string(r.max);
-  if (has_min) return ">= " + std::to_string(r.min);
-  if (has_max) return "<= " + std::to_string(r.max);
-  return "";
-}
-
-void check_int(const std::string& key, int64_t v, const IntRule& r) {
-  const std::string got = ", got " + std::to_string(v);
-  if (r.listed && (v < r.min || v > r.max)) throw ConfigError(key, "must be " + allowed_text(r) + got);
-  if (v < r.min && r.min == 0) {
-    throw ConfigError(key, "must not be negative" + (r.note.empty() ? std::string() : " (" + r.note + ")") + got);
-  }
-  if (v < r.min) throw ConfigError(key, "must be at least " + std::to_string(r.min) + got);
-  if (v > r.max) throw ConfigError(key, "must be at most " + std::to_string(r.max) + got);
-}
-
-// The numbers a key accepts, and what the error says otherwise.
-struct RealRule {
-  std::function<bool(double)> ok = [](double) { return true; };
-  std::string must;         // "must be positive"
-  bool says_value = false;  // the error ends ", got VALUE"
-  std::string allowed;
-};
-
-RealRule any_real() { return {}; }
-RealRule positive() { return {[](double v) { return v > 0; }, "must be positive", false, "> 0"}; }
-RealRule not_negative_real(const std::string& note = "", bool says_value = false) {
-  return {[](double v) { return v >= 0; }, "must not be negative" + (note.empty() ? "" : " (" + note + ")"),
-          says_value, ">= 0"};
-}
-RealRule below_one() { return {[](double v) { return v >= 0 && v < 1; }, "must be in [0, 1)", false, "[0, 1)"}; }
-RealRule finite_at_least_one() {
-  return {[](double v) { return v >= 1 && std::isfinite(v); }, "must be a finite number of at least 1", false,
-          ">= 1, finite"};
-}
-// Accepted as any number here, checked against another key once that is read (followed_by).
-RealRule checked_together(std::string allowed) { return {[](double) { return true; }, "", false, std::move(allowed)}; }
-
-// A row with no binding yet: the kind's factory below binds it.
-RunKey described(const std::string& name, TunableKind kind, const std::string& allowed, const std::string& help) {
-  RunKey key;
-  key.name = name;
-  key.kind = kind;
-  key.allowed = allowed;
-  key.help = help;
-  return key;
-}
-
-template <class S>
-RunKey integer(const std::string& name, Field<S, int64_t> f, IntRule rule, const std::string& help) {
-  RunKey key = described(name, TunableKind::integer, allowed_text(rule), help);
-  key.define = [=](Tunables& k, const RunConfig& d) { k.define_int(name, f.of(d), help); };
-  key.read = [=](const Tunables& k, RunConfig& c) {
-    check_int(name, k.get_int(name), rule);
-    f.of(c) = k.get_int(name);
-  };
-  return key;
-}
-
-template <class S>
-RunKey real(const std::string& name, Field<S, double> f, RealRule rule, const std::string& help) {
-  RunKey key = described(name, TunableKind::real, rule.allowed, help);
-  key.define = [=](Tunables& k, const RunConfig& d) { k.define_real(name, f.of(d), help); };
-  key.read = [=](const Tunables& k, RunConfig& c) {
-    const double v = k.get_real(name);
-    if (!rule.ok(v)) throw ConfigError(name, rule.must + (rule.says_value ? ", got " + std::to_string(v) : ""));
-    f.of(c) = v;
-  };
-  return key;
-}
-
-template <class S>
-RunKey boolean(const std::string& name, Field<S, bool> f, const std::string& help) {
-  RunKey key = described(name, TunableKind::boolean, "", help);
-  key.define = [=](Tunables& k, const RunConfig& d) { k.define_bool(name, f.of(d), help); };
-  key.read = [=](const Tunables& k, RunConfig& c) { f.of(c) = k.get_bool(name); };
-  return key;
-}
-
-enum class Empty { allowed, refused };
-
-template <class S>
-RunKey text(const std::string& name, Field<S, std::string> f, Empty empty, const std::string& help) {
-  RunKey key = described(name, TunableKind::string, empty == Empty::refused ? "not empty" : "", help);
-  key.define = [=](Tunables& k, const RunConfig& d) { k.define_string(name, f.of(d), help); };
-  key.read = [=](const Tunables& k, RunConfig& c) {
-    f.of(c) = k.get_string(name);
-    if (empty == Empty::refused && f.of(c).empty()) throw ConfigError(name, "must not be empty");
-  };
-  return key;
-}
-
-template <class S>
-RunKey texts(const std::string& name, Field<S, std::vector<std::string>> f, const std::string& help) {
-  RunKey key = described(name, TunableKind::list, "", help);
-  key.define = [=](Tunables& k, const RunConfig& d) { k.define_list(name, f.of(d), help); };
-  key.read = [=](const Tunables& k, RunConfig& c) { f.of(c) = k.get_list(name); };
-  return key;
-}
-
-// A key whose value is one of a few names, each standing for a value of the field.
+Field<RunConfig, T> in_data(T DataSettings::*m) { return member(&RunConfig::data, m); }
 template <class T>
-using Names = std::vector<std::pair<std::string, T>>;
-
-template <class S, class T>
-RunKey choice(const std::string& name, Field<S, T> f, const Names<T>& names, const std::string& help) {
-  std::vector<std::string> words;
-  for (const auto& named : names) words.push_back(named.first);
-  RunKey key = described(name, TunableKind::string, join_or(words), help);
-  key.define = [=](Tunables& k, const RunConfig& d) {
-    for (const auto& [word, value] : names) {
-      if (value == f.of(d)) return k.define_string(name, word, help);
-    }
-    throw Error("the default of " + name + " has no name");  // a RunConfig initial value missing from the table
-  };
-  key.read = [=](const Tunables& k, RunConfig& c) {
-    const std::string& word = k.get_string(name);
-    for (const auto& [candidate, value] : names) {
-      if (candidate == word) {
-        f.of(c) = value;
-        return;
-      }
-    }
-    throw ConfigError(name, "must be " + join_or(words) + ", got '" + word + "'");
-  };
-  return key;
-}
-
-RunKey detailed(RunKey key, const std::string& detail) {
-  key.detail = detail;
-  return key;
-}
-
-RunKey followed_by(RunKey key, std::function<void(RunConfig&)> check) {
-  key.then = std::move(check);
-  return key;
-}
+Field<RunConfig, T> in_checkpoint(T CheckpointSettings::*m) { return member(&RunConfig::checkpoint, m); }
 
 Names<Precision> precision_names() {
   Names<Precision> names;
@@ -212,7 +39,7 @@ Names<Precision> precision_names() {
 // train.precision: a precision, or auto (resolved at start-up).
 RunKey compute_precision(const std::string& help) {
   const std::string name = "train.precision";
-  RunKey key = described(name, TunableKind::string, "fp32, bf16, fp16 or auto", help);
+  RunKey key = described<RunConfig>(name, TunableKind::string, "fp32, bf16, fp16 or auto", help);
   key.define = [=](Tunables& k, const RunConfig& d) {
     k.define_string(name, d.train.precision_auto ? "auto" : precision_name(d.train.precision), help);
   };
@@ -264,7 +91,7 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
                       "cluster file for parallel.auto (from giant plan --calibrate)"));
   keys.push_back(real("parallel.bucket_mb", in_parallel(&P::bucket_mb), positive(),
                       "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)"));
-  keys.push_back(integer("parallel.zero", in_parallel(&P::zero), one_of_range(0, 3),
+  keys.push_back(integer("parallel.zero", in_layout(&Layout::zero), one_of_range(0, kMaxZeroStage),
                          "ZeRO stage over the dp ranks: 0 keeps everything on every rank, 1 shards the optimizer "
                          "state, 2 also the gradients, 3 also the parameters (each layer gathered just before it "
                          "runs)"));
@@ -273,22 +100,24 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
   keys.push_back(boolean("parallel.zero3_regather", in_parallel(&P::zero3_regather),
                          "ZeRO-3: gather a layer again for every micro-batch (false: keep it gathered through the "
                          "step's micro-batches, fewer gathers for more memory)"));
-  keys.push_back(integer("parallel.dp", in_parallel(&P::dp), at_least(1), "data-parallel replicas"));
-  keys.push_back(integer("parallel.tp", in_parallel(&P::tp), at_least(1), "tensor-parallel ranks per layer"));
-  keys.push_back(integer("parallel.pp", in_parallel(&P::pp), at_least(1), "pipeline stages"));
-  keys.push_back(integer("parallel.virtual_stages", in_parallel(&P::virtual_stages), at_least(1),
+  keys.push_back(integer("parallel.dp", in_layout(&Layout::dp), at_least(1), "data-parallel replicas"));
+  keys.push_back(integer("parallel.tp", in_layout(&Layout::tp), at_least(1), "tensor-parallel ranks per layer"));
+  keys.push_back(integer("parallel.pp", in_layout(&Layout::pp), at_least(1), "pipeline stages"));
+  keys.push_back(integer("parallel.virtual_stages", in_layout(&Layout::virtual_stages), at_least(1),
                          "layer chunks per pipeline rank (interleaved schedule)"));
-  const Names<std::string> schedules = {{"gpipe", "gpipe"}, {"1f1b", "1f1b"}, {"interleaved", "interleaved"}};
-  keys.push_back(choice("parallel.schedule", in_parallel(&P::schedule), schedules,
+  Names<Schedule> schedules;
+  for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
+    schedules.emplace_back(schedule_name(s), s);
+  keys.push_back(choice("parallel.schedule", in_layout(&Layout::schedule), schedules,
                         "pipeline schedule: gpipe, 1f1b or interleaved"));
 }
 
 void check_batch_split(RunConfig& c) {
-  const TrainSettings& t = c.train;
-  if (t.global_batch % (c.parallel.dp * t.micro_batch) != 0) {
+  const Layout& l = c.layout;
+  if (c.train.global_batch % (int64_t{l.dp} * l.micro_batch) != 0) {
     throw ConfigError("train.global_batch",
-                      std::to_string(t.global_batch) + " is not divisible by parallel.dp x train.micro_batch = " +
-                          std::to_string(c.parallel.dp) + " x " + std::to_string(t.micro_batch));
+                      std::to_string(c.train.global_batch) + " is not divisible by parallel.dp x train.micro_batch = " +
+                          std::to_string(l.dp) + " x " + std::to_string(l.micro_batch));
   }
 }
 
@@ -297,7 +126,7 @@ void add_step_keys(std::vector<RunKey>& keys) {
   const Names<Recompute> recomputes = {{"none", Recompute::none},
                                                 {"selective", Recompute::selective},
                                                 {"full", Recompute::full}};
-  keys.push_back(choice("train.recompute", in_train(&T::recompute), recomputes,
+  keys.push_back(choice("train.recompute", in_layout(&Layout::recompute), recomputes,
                         "activation recomputation: none, selective (the attention core is recomputed in backward) or "
                         "full (each block keeps only its input and runs its forward again in backward)"));
   keys.push_back(detailed(
@@ -312,7 +141,7 @@ void add_step_keys(std::vector<RunKey>& keys) {
               "sequences per optimizer step, over all dp ranks"),
       "Gradients are accumulated over global_batch / (dp x micro_batch) micro-batches, which must divide; the "
       "order of samples depends only on `train.seed`."));
-  keys.push_back(followed_by(integer("train.micro_batch", in_train(&T::micro_batch), at_least(1),
+  keys.push_back(followed_by(integer("train.micro_batch", in_layout(&Layout::micro_batch), at_least(1),
                                      "sequences per micro-batch per dp rank"),
                              check_batch_split));
   keys.push_back(integer("train.steps", in_train(&T::steps), at_least(1), "optimizer steps"));
