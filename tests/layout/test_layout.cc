@@ -7,19 +7,10 @@
 #include "giant/base/error.h"
 #include "giant/layout/layout.h"
 #include "giant/layout/schedule.h"
+#include "support/error_message.h"
 
 namespace giant {
 namespace {
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(LayoutText, Parse) {  // whether a layout runs a model: tests/planner/test_specs.cc
   const LayoutFilter f = parse_layout_filter("tp=4,pp=4,dp=2,mb=2,schedule=interleaved,v=2,zero=1,recompute=full,sp=1,placement=dp<tp<pp");
@@ -29,10 +20,10 @@ TEST(LayoutText, Parse) {  // whether a layout runs a model: tests/planner/test_
   EXPECT_EQ(*f.recompute, Recompute::full);
   EXPECT_TRUE(*f.sequence_parallel);
   EXPECT_EQ((*f.order)[0], Axis::dp);
-  EXPECT_NE(error_of([] { parse_layout_filter("tp=4,xx=2"); }).find("--layout xx"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_layout_filter("tp=four"); }).find("--layout tp"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_layout_filter("schedule=zb"); }).find("--layout schedule"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_layout_filter("placement=tp<tp<pp"); }).find("placement"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { parse_layout_filter("tp=4,xx=2"); }).find("--layout xx"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { parse_layout_filter("tp=four"); }).find("--layout tp"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { parse_layout_filter("schedule=zb"); }).find("--layout schedule"), std::string::npos);
+  EXPECT_NE(giant::test::error_message([] { parse_layout_filter("placement=tp<tp<pp"); }).find("placement"), std::string::npos);
 }
 
 TEST(LayoutText, DescribesTheLayoutAndItsPlacement) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,30 @@ TEST(Schedule, LoweringPostsEachReceiveOneComputeAheadAndSendsRightAfter) {
     }
   }
   EXPECT_THROW(lower_communication(lowered_1f1b(2, 2)), Error) << "lowering takes compute actions only";
+}
+
+TEST(Schedule, LastBackwardOfEachStage) {
+  // GPipe's backwards run in reverse: micro-batch 0 is each stage's last.
+  const PipelineSchedule gpipe = generate_schedule(shape_of(Schedule::gpipe, 2, 1, 4));
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(last_backward_micro_batch(gpipe.ranks[r]), (std::map<int, int64_t>{{r, 0}}));
+  const PipelineSchedule ofob = lower_communication(generate_schedule(shape_of(Schedule::one_f_one_b, 2, 1, 4)));
+  EXPECT_EQ(last_backward_micro_batch(ofob.ranks[1]), (std::map<int, int64_t>{{1, 3}}));
+  // Interleaved: every chunk of the rank ends on the last micro-batch.
+  const PipelineSchedule inter = generate_schedule(shape_of(Schedule::interleaved, 2, 2, 4));
+  EXPECT_EQ(last_backward_micro_batch(inter.ranks[0]), (std::map<int, int64_t>{{0, 3}, {2, 3}}));
+  // The rule the reducers rely on: no backward of a stage after its last.
+  for (Schedule s : kSchedules) {
+    const PipelineShape shape = shape_of(s, 4, s == Schedule::interleaved ? 2 : 1, 8);
+    for (const auto& list : generate_schedule(shape).ranks) {
+      const std::map<int, int64_t> last = last_backward_micro_batch(list);
+      std::map<int, bool> seen;
+      for (const Action& a : list) {
+        if (a.kind != ActionKind::backward) continue;
+        EXPECT_FALSE(seen[a.stage]) << name(shape) << ": " << describe(a) << " after the stage's last backward";
+        if (a.micro_batch == last.at(a.stage)) seen[a.stage] = true;
+      }
+    }
+  }
 }
 
 TEST(Schedule, ValidatorRejectsHandBrokenSchedules) {

@@ -55,7 +55,9 @@ TEST(GradientReducer, ReplicatedAveragesEveryGradient) {
       GradientReducer reducer(parameters, comm, kBucketBytes);
       EXPECT_GT(reducer.num_buckets(), 2u);
       EXPECT_FALSE(reducer.shards_optimizer());
-      EXPECT_TRUE(reducer.owned_parameters().empty());
+      const std::vector<UpdatePiece> pieces = reducer.update_pieces();  // every parameter, whole
+      ASSERT_EQ(pieces.size(), parameters.size());
+      for (const UpdatePiece& piece : pieces) EXPECT_TRUE(piece.whole);
       std::vector<void*> views;
       for (const auto& p : parameters) views.push_back(p.grad().data_ptr());
       // Buckets are reused; gradients arrive as fresh tensors, as from
@@ -78,6 +80,66 @@ TEST(GradientReducer, ReplicatedAveragesEveryGradient) {
               << "parameter " << i << " rank " << comm.rank() << " of " << size << " step " << step;
         }
       }
+    });
+  }
+}
+
+// One backward whose gradients are (m + 1) x local_gradient, for `which`
+// parameters only (a pipeline chunk's).
+void backward(const std::vector<torch::Tensor>& parameters, const std::vector<size_t>& which, int rank, int m) {
+  torch::Tensor loss = torch::zeros({});
+  for (size_t i : which) loss = loss + (parameters[i] * local_gradient(i, rank) * (m + 1.0)).sum();
+  loss.backward();
+}
+
+// Interleaved pipelines run a rank's chunks' backwards alternately: the
+// later chunk's last backward (its buckets start) comes before the earlier
+// chunk's last two; the earlier chunk's buckets start after its own.
+TEST(GradientReducer, EachChunksLastBackwardStartsItsBuckets) {
+  const std::vector<size_t> late{4, 5, 6}, early{0, 1, 2, 3};  // buckets in backward order: late's first
+  for (int size : {1, 2, 3, 4}) {
+    run_ranks(size, [&](ccl::Communicator& comm) {
+      auto parameters = make_parameters();
+      GradientReducer reducer(parameters, comm, kBucketBytes);
+      for (int step = 0; step < 2; ++step) {
+        reducer.zero_grad();
+        for (int m = 0; m < 2; ++m) {
+          reducer.begin_micro_batch(m == 1);
+          backward(parameters, late, comm.rank(), m);
+          reducer.begin_micro_batch(m == 1);
+          backward(parameters, early, comm.rank(), m);
+        }
+        reducer.finish();
+        for (size_t i = 0; i < parameters.size(); ++i) {
+          EXPECT_TRUE(torch::allclose(parameters[i].grad(), average_gradient(i, size) * 3.0, kTwoRoundings, 0))
+              << "parameter " << i << " rank " << comm.rank() << " of " << size << " step " << step;
+        }
+      }
+    });
+  }
+}
+
+// GPipe runs backwards in reverse: flagging micro-batch M - 1 as the last
+// would start the reductions while micro-batch 0 still adds to the buckets.
+// The reducer refuses such a gradient instead of reducing a partial sum.
+TEST(GradientReducer, GradientAfterTheFlaggedLastBackwardIsRefused) {
+  const std::vector<size_t> all{0, 1, 2, 3, 4, 5, 6};
+  for (int size : {1, 2}) {
+    run_ranks(size, [&](ccl::Communicator& comm) {
+      auto parameters = make_parameters();
+      GradientReducer reducer(parameters, comm, kBucketBytes);
+      reducer.zero_grad();
+      reducer.begin_micro_batch(true);
+      backward(parameters, all, comm.rank(), 1);
+      reducer.begin_micro_batch(false);
+      try {
+        backward(parameters, all, comm.rank(), 0);
+        ADD_FAILURE() << "a gradient after its bucket's reduction started was accepted";
+      } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("arrived after its bucket's reduction started"), std::string::npos)
+            << e.what();
+      }
+      reducer.finish();  // the reductions started are waited for, not left in flight
     });
   }
 }
@@ -113,9 +175,13 @@ TEST_P(ShardedReducer, OwnsEachElementOnceAndGathersTheUpdate) {
       for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad() = local_gradient(i, rank);
       reducer.finish();
       // Each owned stretch carries the average of its elements' gradients.
-      const auto& owned = reducer.owned_parameters();
-      const auto& source = reducer.owned_parameter_source();
-      ASSERT_EQ(owned.size(), source.size());
+      std::vector<at::Tensor> owned;
+      std::vector<size_t> source;
+      for (const UpdatePiece& piece : reducer.update_pieces()) {
+        EXPECT_FALSE(piece.whole);
+        owned.push_back(piece.tensor);
+        source.push_back(piece.parameter);
+      }
       int64_t mine = 0;
       for (size_t k = 0; k < owned.size(); ++k) {
         const size_t i = source[k];
@@ -160,7 +226,7 @@ TEST_P(ShardedReducer, GathersBehindTheNextForwardInParameterOrder) {
         reducer.begin_micro_batch(true);
         for (auto& p : parameters) p.mutable_grad() = torch::ones(p.sizes());
         reducer.finish();
-        for (const auto& owned : reducer.owned_parameters()) owned.detach().fill_(mark - comm.rank());
+        for (const UpdatePiece& piece : reducer.update_pieces()) piece.tensor.detach().fill_(mark - comm.rank());
         reducer.gather_parameters_async();
       };
       auto updated_by = [&](size_t i, float mark) {  // every element carries some owner's mark

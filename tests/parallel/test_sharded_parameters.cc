@@ -91,11 +91,9 @@ void train_and_compare(const Case& c) {
     EXPECT_EQ(sharded.zero_stage(), 3);
     EXPECT_EQ(sharded.num_buckets(), kLinears.size());
     EXPECT_THROW(sharded.grad_view(0), Error);
-    const auto& owned = sharded.owned_parameters();
-    const auto& source = sharded.owned_parameter_source();
-    const auto& offset = sharded.owned_parameter_offset();
+    const std::vector<UpdatePiece> pieces = sharded.update_pieces();
     int64_t owned_bytes = 0, blocks_bytes = 0;  // the stretches; the blocks with their padding
-    for (const auto& o : owned) owned_bytes += o.numel() * 4;
+    for (const UpdatePiece& piece : pieces) owned_bytes += piece.tensor.numel() * 4;
     for (const auto& [in, out] : kLinears) blocks_bytes += (in * out + out + comm.size() - 1) / comm.size() * 4;
     auto reference_parameters = parameters_of(reference);
     for (int step = 0; step < 2; ++step) {
@@ -111,20 +109,22 @@ void train_and_compare(const Case& c) {
       sharded.finish();
       EXPECT_EQ(sharded.held_bytes().now.parameters, blocks_bytes);  // the owned blocks only
       const auto expected = reference_gradients(reference, comm.size(), c.micro_batches, step);
-      for (size_t k = 0; k < owned.size(); ++k) {
-        const torch::Tensor slice = expected[source[k]].reshape({-1}).narrow(0, offset[k], owned[k].numel());
-        expect_close(owned[k].grad(), slice, exact, "gradient stretch " + std::to_string(k) + " step " +
-                                                        std::to_string(step) + " rank " +
-                                                        std::to_string(comm.rank()));
+      // The stretch of a whole tensor of parameter k's shape that piece k updates.
+      auto stretch = [&](const torch::Tensor& whole, const UpdatePiece& piece) {
+        return whole.detach().reshape({-1}).narrow(0, piece.offset, piece.tensor.numel());
+      };
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        expect_close(pieces[k].tensor.grad(), stretch(expected[pieces[k].parameter], pieces[k]), exact,
+                     "gradient stretch " + std::to_string(k) + " step " + std::to_string(step) + " rank " +
+                         std::to_string(comm.rank()));
       }
       // The update (plain SGD) on the owned stretches and on the reference.
       torch::NoGradGuard no_grad;
-      for (const auto& o : owned) o.sub_(o.grad() * 0.1);
+      for (const UpdatePiece& piece : pieces) piece.tensor.sub_(piece.tensor.grad() * 0.1);
       for (size_t i = 0; i < reference_parameters.size(); ++i) reference_parameters[i].sub_(expected[i] * 0.1);
-      for (size_t k = 0; k < owned.size(); ++k) {
-        const torch::Tensor slice =
-            reference_parameters[source[k]].detach().reshape({-1}).narrow(0, offset[k], owned[k].numel());
-        expect_close(owned[k], slice, exact, "owned stretch " + std::to_string(k));
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        expect_close(pieces[k].tensor, stretch(reference_parameters[pieces[k].parameter], pieces[k]), exact,
+                     "owned stretch " + std::to_string(k));
       }
     }
     // An evaluation forward gathers the update and frees each layer after it.
@@ -181,7 +181,7 @@ TEST(ShardedParameters, ParametersKeepBeingTheModulesLeafTensors) {
     }
     // Each element is owned by exactly one rank: half of the padded total here.
     int64_t mine = 0;
-    for (const auto& o : sharded.owned_parameters()) mine += o.numel();
+    for (const UpdatePiece& piece : sharded.update_pieces()) mine += piece.tensor.numel();
     int64_t total = 0;
     for (const auto& p : parameters) total += p.numel();
     EXPECT_LE(mine, (total + 2 * kLinears.size()) / 2 + 1);

@@ -52,9 +52,6 @@ void backward(const std::vector<torch::Tensor>& parameters, int rank, int micro_
   loss.backward();
 }
 
-// Where owned stretch k starts in its parameter.
-int64_t offset_of(const GradientReducer& reducer, size_t k) { return reducer.owned_parameter_offset()[k]; }
-
 TEST(Zero2, ReducesEveryMicroBatchIntoTheOwnedShards) {
   for (int size = 1; size <= 5; ++size) {
     std::mutex mutex;
@@ -75,13 +72,15 @@ TEST(Zero2, ReducesEveryMicroBatchIntoTheOwnedShards) {
         }
         reducer.finish();
         int64_t mine = 0;
-        for (size_t k = 0; k < reducer.owned_parameters().size(); ++k) {
-          const size_t i = reducer.owned_parameter_source()[k];
-          const at::Tensor& owned = reducer.owned_parameters()[k];
+        const std::vector<UpdatePiece> pieces = reducer.update_pieces();
+        for (size_t k = 0; k < pieces.size(); ++k) {
+          const size_t i = pieces[k].parameter;
+          const at::Tensor& owned = pieces[k].tensor;
+          EXPECT_FALSE(pieces[k].whole);
           // sum over m of the mean over ranks: (size + 1) / 2 x (1 + 2 + 3), parameter 3 missing m = 1.
           const double factor = (size + 1) / 2.0 * (i == 3 ? 1 + 3 : 1 + 2 + 3);
           const torch::Tensor expected =
-              (local_gradient(i, 0, 0) * factor).reshape({-1}).narrow(0, offset_of(reducer, k), owned.numel());
+              (local_gradient(i, 0, 0) * factor).reshape({-1}).narrow(0, pieces[k].offset, owned.numel());
           EXPECT_TRUE(torch::allclose(owned.grad(), expected, giant::test::gamma(4, giant::test::unit_roundoff(Precision::fp32)), 0))
               << "stretch " << k << " of parameter " << i << ", rank " << comm.rank() << " of " << size;
           mine += owned.numel();
@@ -119,11 +118,12 @@ TEST(Zero2, OneMicroBatchGivesStageOnesShardsBitwise) {
         loss.backward();
         reducer->finish();
       }
-      ASSERT_EQ(stage1.owned_parameters().size(), stage2.owned_parameters().size());
-      for (size_t k = 0; k < stage1.owned_parameters().size(); ++k) {
-        EXPECT_TRUE(torch::equal(stage1.owned_parameters()[k].grad(), stage2.owned_parameters()[k].grad()))
-            << "stretch " << k << " rank " << comm.rank() << " of " << size << ": "
-            << (stage1.owned_parameters()[k].grad() - stage2.owned_parameters()[k].grad()).abs().max().item<float>();
+      const std::vector<UpdatePiece> ones = stage1.update_pieces(), twos = stage2.update_pieces();
+      ASSERT_EQ(ones.size(), twos.size());
+      for (size_t k = 0; k < ones.size(); ++k) {
+        const at::Tensor one = ones[k].tensor.grad(), two = twos[k].tensor.grad();
+        EXPECT_TRUE(torch::equal(one, two)) << "stretch " << k << " rank " << comm.rank() << " of " << size << ": "
+                                            << (one - two).abs().max().item<float>();
       }
     });
   }

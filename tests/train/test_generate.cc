@@ -280,8 +280,8 @@ TEST(Generate, TensorParallelRanksCacheTheirOwnHeads) {
   // cache's other product shapes (support/gpt_rounding.h), independent.
   RunConfig split;
   split.model = c;
-  split.parallel.tp = 2;
-  split.train.global_batch = split.train.micro_batch = 1;  // one sequence
+  split.layout.tp = 2;
+  split.train.global_batch = split.layout.micro_batch = 1;  // one sequence
   const double u = giant::test::unit_roundoff(Precision::fp32);
   const double bound = giant::test::RoundingBudget()
                            .add_bound(test::layout_bounds(split).forward)

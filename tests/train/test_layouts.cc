@@ -212,14 +212,14 @@ TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
   const std::string chosen = choose_layout(c, 2);
   std::printf("%s\n", chosen.c_str());
   EXPECT_FALSE(c.parallel.automatic);
-  EXPECT_EQ(c.parallel.dp * c.parallel.pp * c.parallel.tp, 2);
-  EXPECT_EQ(c.train.global_batch % (c.parallel.dp * c.train.micro_batch), 0);
+  EXPECT_EQ(c.layout.dp * c.layout.pp * c.layout.tp, 2);
+  EXPECT_EQ(c.train.global_batch % (c.layout.dp * c.layout.micro_batch), 0);
   EXPECT_NE(chosen.find("parallel.auto: dp="), std::string::npos);
   EXPECT_NO_THROW(check_layout(c, 2));
   // The planner is asked about the ZeRO stage parallel.zero sets (1 by default, here 0).
   RunConfig replicated = configured({"parallel.auto=true", "parallel.cluster=\"" + file + "\"", "parallel.zero=0"});
   EXPECT_NE(choose_layout(replicated, 2).find("parallel.auto: dp="), std::string::npos);
-  EXPECT_EQ(replicated.parallel.zero, 0);
+  EXPECT_EQ(replicated.layout.zero, 0);
   EXPECT_NO_THROW(check_layout(replicated, 2));
 
   auto key_of = [&](std::vector<std::string> overrides, int world_size) {

@@ -68,9 +68,9 @@ TEST(MemoryCheck, TwoRanksAreToldTheZeroStageThatFits) {
   EXPECT_NE(refusal(config, 2).find("the planner suggests parallel.zero = "), std::string::npos);
   // ZeRO-3 holds the least model state per rank.
   RunConfig three = config;
-  three.parallel.zero = 3;
+  three.layout.zero = 3;
   RunConfig one = config;
-  one.parallel.zero = 1;
+  one.layout.zero = 1;
   EXPECT_LT(predict_rank_memory(three, 2).predicted.model_states, predict_rank_memory(one, 2).predicted.model_states);
 }
 

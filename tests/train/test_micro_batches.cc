@@ -31,7 +31,7 @@ std::vector<std::vector<int64_t>> rows_of(const RunConfig& c, int dp_rank, int64
       const MicroBatch b = batches.train(step, m);
       const int64_t* in = b.inputs.data_ptr<int64_t>();
       const int64_t* out = b.targets.data_ptr<int64_t>();
-      for (int64_t r = 0; r < c.train.micro_batch; ++r) {
+      for (int64_t r = 0; r < c.layout.micro_batch; ++r) {
         std::vector<int64_t> row(in + r * c.model.seq_len, in + (r + 1) * c.model.seq_len);
         EXPECT_EQ(std::vector<int64_t>(row.begin() + 1, row.end()),
                   std::vector<int64_t>(out + r * c.model.seq_len, out + (r + 1) * c.model.seq_len - 1));

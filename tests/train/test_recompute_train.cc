@@ -138,7 +138,7 @@ TEST(RecomputeTraining, ABadChoiceNamesTheKey) {
     EXPECT_EQ(e.key(), "train.recompute");
     EXPECT_NE(std::string(e.what()).find("none, selective or full"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(run_config_from(test::keys_with({"train.recompute=\"full\""})).train.recompute, Recompute::full);
+  EXPECT_EQ(run_config_from(test::keys_with({"train.recompute=\"full\""})).layout.recompute, Recompute::full);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ using test::TempDir;
 TEST(RunConfig, DefaultsAreValid) {
   Tunables keys = keys_with({});
   const RunConfig c = run_config_from(keys);
-  EXPECT_EQ(c.train.micro_batches(1), c.train.global_batch / c.train.micro_batch);
+  EXPECT_EQ(c.layout.micro_batches(c.train.global_batch), c.train.global_batch / c.layout.micro_batch);
   EXPECT_EQ(c.data.tokenizer, "byte");
   EXPECT_EQ(c.model.activation, models::Activation::gelu);
   EXPECT_EQ(run_config_from(keys_with({"model.activation=\"gelu_tanh\""})).model.activation,

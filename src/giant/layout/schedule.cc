@@ -172,6 +172,13 @@ std::optional<Action> output_send(const PipelineShape& shape, const Action& c) {
   return std::nullopt;
 }
 
+std::map<int, int64_t> last_backward_micro_batch(const std::vector<Action>& actions) {
+  std::map<int, int64_t> last;
+  for (const Action& a : actions)
+    if (a.kind == ActionKind::backward) last[a.stage] = a.micro_batch;
+  return last;
+}
+
 PipelineSchedule lower_communication(const PipelineSchedule& compute) {
   PipelineSchedule lowered;
   lowered.shape = compute.shape;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -114,6 +115,11 @@ std::optional<Action> input_receive(const PipelineShape& shape, const Action& co
 // sA s>s+1 after a forward before the last stage, sG s>s-1 after a
 // backward of stage s > 0; none otherwise (weight gradients stay local).
 std::optional<Action> output_send(const PipelineShape& shape, const Action& compute);
+
+// For each stage in `actions` (one rank's list), the micro-batch of its
+// last backward: the step's final gradient contribution to the stage's
+// parameters (GPipe runs backwards in reverse, so there micro-batch 0's).
+std::map<int, int64_t> last_backward_micro_batch(const std::vector<Action>& actions);
 
 // Throws giant::Error naming the rule and the action when a lowered
 // schedule is not valid: a stage on a rank other than rank_of_stage; each

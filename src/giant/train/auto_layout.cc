@@ -31,8 +31,8 @@ std::string choose_layout(RunConfig& config, int world_size) {
   const planner::ModelSpec model = planner_model(config);
   planner::SearchOptions options;
   options.engine = planner_engine(config);
-  options.filter.zero = static_cast<int>(config.parallel.zero);  // the trainer's stage, as set
-  options.filter.recompute = config.train.recompute;  // as set, like the stage
+  options.filter.zero = config.layout.zero;  // the trainer's stage, as set
+  options.filter.recompute = config.layout.recompute;  // as set, like the stage
   // options.train_runs_only (the default) keeps to layouts this trainer runs.
   // train.precision is concrete here (auto is resolved before the layout is chosen).
   options.precision = planner_precision(config);
@@ -46,12 +46,7 @@ std::string choose_layout(RunConfig& config, int world_size) {
   }
   // The planner knows nothing of the trainer's own limits (heads, MLP and
   // vocabulary splitting over tp are checked again by check_layout).
-  config.parallel.dp = best.layout.dp;
-  config.parallel.tp = best.layout.tp;
-  config.parallel.pp = best.layout.pp;
-  config.parallel.schedule = schedule_name(best.layout.schedule);
-  config.parallel.virtual_stages = best.layout.virtual_stages;
-  config.train.micro_batch = best.layout.micro_batch;
+  config.layout = best.layout;  // the stage and recomputation as set (the filter kept them)
   config.parallel.automatic = false;
   char line[512];
   std::snprintf(line, sizeof line,

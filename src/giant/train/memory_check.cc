@@ -29,7 +29,7 @@ double predicted_bytes(const RunConfig& c) {
 // Whether the trainer could run the changed config on the same ranks (the
 // planner's rules, and the vocabulary split over tp).
 bool runnable(const RunConfig& c, int world_size) {
-  if (c.model.padded_vocab() % c.parallel.tp != 0) return false;
+  if (c.model.padded_vocab() % c.layout.tp != 0) return false;
   return planner::why_invalid(planner_layout(c), planner_model(c), world_size).empty();
 }
 
@@ -40,40 +40,39 @@ struct Candidate {
 
 std::vector<Candidate> candidates(const RunConfig& c, int world_size) {
   std::vector<Candidate> out;
-  if (c.parallel.dp > 1)
-    for (int64_t zero = c.parallel.zero + 1; zero <= 3; ++zero)
+  const Layout& now = c.layout;
+  if (now.dp > 1)
+    for (int zero = now.zero + 1; zero <= kMaxZeroStage; ++zero)
       out.push_back({"parallel.zero", "parallel.zero = " + std::to_string(zero),
-                     [zero](RunConfig& r) { r.parallel.zero = zero; }});
-  const Recompute now = c.train.recompute;
+                     [zero](RunConfig& r) { r.layout.zero = zero; }});
   for (Recompute r : {Recompute::selective, Recompute::full})
-    if (static_cast<int>(r) > static_cast<int>(now))
+    if (static_cast<int>(r) > static_cast<int>(now.recompute))
       out.push_back({"train.recompute", std::string("train.recompute = \"") + recompute_name(r) + "\"",
-                     [r](RunConfig& x) { x.train.recompute = r; }});
-  for (int64_t mb = c.train.micro_batch - 1; mb >= 1; --mb)
+                     [r](RunConfig& x) { x.layout.recompute = r; }});
+  for (int mb = now.micro_batch - 1; mb >= 1; --mb)
     out.push_back({"train.micro_batch", "train.micro_batch = " + std::to_string(mb),
-                   [mb](RunConfig& r) { r.train.micro_batch = mb; }});
+                   [mb](RunConfig& r) { r.layout.micro_batch = mb; }});
   // Other splits of the same ranks, the most data parallel first.
-  for (int64_t dp = world_size; dp >= 1; --dp) {
+  for (int dp = world_size; dp >= 1; --dp) {
     if (world_size % dp != 0) continue;
-    for (int64_t tp = 1; tp <= world_size / dp; ++tp) {
+    for (int tp = 1; tp <= world_size / dp; ++tp) {
       if ((world_size / dp) % tp != 0) continue;
-      const int64_t pp = world_size / dp / tp;
-      if (dp == c.parallel.dp && tp == c.parallel.tp && pp == c.parallel.pp) continue;
+      const int pp = world_size / dp / tp;
+      if (dp == now.dp && tp == now.tp && pp == now.pp) continue;
       char setting[128];
-      std::snprintf(setting, sizeof setting, "parallel.tp = %lld, parallel.pp = %lld, parallel.dp = %lld",
-                    static_cast<long long>(tp), static_cast<long long>(pp), static_cast<long long>(dp));
-      out.push_back({tp != c.parallel.tp ? "parallel.tp" : "parallel.pp", setting, [dp, tp, pp](RunConfig& r) {
-                       r.parallel.dp = dp, r.parallel.tp = tp, r.parallel.pp = pp;
+      std::snprintf(setting, sizeof setting, "parallel.tp = %d, parallel.pp = %d, parallel.dp = %d", tp, pp, dp);
+      out.push_back({tp != now.tp ? "parallel.tp" : "parallel.pp", setting, [dp, tp, pp](RunConfig& r) {
+                       r.layout.dp = dp, r.layout.tp = tp, r.layout.pp = pp;
                      }});
     }
   }
   out.push_back({"train.recompute",
-                 std::string(c.parallel.dp > 1 ? "parallel.zero = 3, " : "") +
+                 std::string(now.dp > 1 ? "parallel.zero = 3, " : "") +
                      "train.recompute = \"full\", train.micro_batch = 1",
                  [](RunConfig& r) {
-                   if (r.parallel.dp > 1) r.parallel.zero = 3;
-                   r.train.recompute = Recompute::full;
-                   r.train.micro_batch = 1;
+                   if (r.layout.dp > 1) r.layout.zero = kMaxZeroStage;
+                   r.layout.recompute = Recompute::full;
+                   r.layout.micro_batch = 1;
                  }});
   return out;
 }
@@ -129,16 +128,9 @@ planner::ModelSpec planner_model(const RunConfig& c) {
 }
 
 Layout planner_layout(const RunConfig& c) {
-  Layout l;
-  l.dp = static_cast<int>(c.parallel.dp);
-  l.tp = static_cast<int>(c.parallel.tp);
-  l.pp = static_cast<int>(c.parallel.pp);
-  l.micro_batch = static_cast<int>(c.train.micro_batch);
-  l.schedule = c.parallel.pp > 1 ? parse_schedule(c.parallel.schedule) : Schedule::one_f_one_b;
-  l.virtual_stages = l.schedule == Schedule::interleaved ? static_cast<int>(c.parallel.virtual_stages) : 1;
-  l.zero = static_cast<int>(c.parallel.zero);
-  l.recompute = c.train.recompute;
-  l.order = kTrainPlacement;  // the mesh's (parallel/mesh.h)
+  Layout l = c.layout;
+  if (l.pp == 1) l.schedule = Schedule::one_f_one_b;  // no pipeline: the schedule means nothing
+  if (l.schedule != Schedule::interleaved) l.virtual_stages = 1;
   return l;
 }
 
@@ -173,7 +165,7 @@ MemorySuggestion suggest_fitting_change(const RunConfig& c, int world_size, doub
   for (const Candidate& candidate : candidates(c, world_size)) {
     RunConfig changed = c;
     candidate.apply(changed);
-    if (changed.train.global_batch % (changed.parallel.dp * changed.train.micro_batch) != 0) continue;
+    if (changed.train.global_batch % (int64_t{changed.layout.dp} * changed.layout.micro_batch) != 0) continue;
     if (!runnable(changed, world_size)) continue;
     const double bytes = predicted_bytes(changed);
     if (bytes <= limit_bytes) return {candidate.key, candidate.setting, bytes};

@@ -15,8 +15,8 @@
 namespace giant::train {
 
 // What the planner sees of the run: its model, layout, dtypes and engine.
-// planner_layout is the one reading of the parallel.* and train.* keys as a
-// Layout (the mesh takes its shape from it too).
+// planner_layout is RunConfig::layout as the planner states layouts (with
+// pp = 1 the schedule is 1f1b; virtual stages are 1 unless interleaved).
 planner::ModelSpec planner_model(const RunConfig& config);
 Layout planner_layout(const RunConfig& config);
 RunPrecision planner_precision(const RunConfig& config);  // train.precision must be resolved

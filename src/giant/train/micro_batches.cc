@@ -6,11 +6,11 @@ namespace giant::train {
 
 MicroBatches::MicroBatches(const RunConfig& config, data::Datasets datasets, int dp_rank)
     : datasets_(std::move(datasets)),
-      micro_batch_(config.train.micro_batch),
+      micro_batch_(config.layout.micro_batch),
       seq_len_(config.model.seq_len),
       global_batch_(config.train.global_batch),
-      per_step_(config.train.micro_batches(config.parallel.dp)),
-      rank_first_sample_(dp_rank * (config.train.global_batch / config.parallel.dp)) {}
+      per_step_(config.layout.micro_batches(config.train.global_batch)),
+      rank_first_sample_(dp_rank * (config.train.global_batch / config.layout.dp)) {}
 
 MicroBatch MicroBatches::load(const data::SampleSource& source, int64_t first) const {
   MicroBatch batch;

@@ -31,11 +31,11 @@ std::unique_ptr<parallel::GradientSync> make_gradient_sync(const RunConfig& c, S
   const auto grad_dtype = scalar_type_of(c.train.grad_dtype);
   std::vector<size_t> alone;
   if (model.tied_index >= 0) alone.push_back(static_cast<size_t>(model.tied_index));
-  if (topology.mesh && c.parallel.dp > 1) {
+  if (topology.mesh && c.layout.dp > 1) {
     ccl::Communicator& comm = topology.mesh->dp_grads();
-    if (c.parallel.zero == 3) return build_sharded_parameters(c, model, comm, &clock.parameter_wait_s);
+    if (c.layout.zero == 3) return build_sharded_parameters(c, model, comm, &clock.parameter_wait_s);
     auto buckets = std::make_unique<parallel::GradientReducer>(model.parameters, comm, bucket_bytes,
-                                                               static_cast<int>(c.parallel.zero), grad_dtype, alone);
+                                                               c.layout.zero, grad_dtype, alone);
     if (buckets->shards_optimizer()) {
       parallel::wait_for_parameters_layer_by_layer(*buckets, model.chunks, model.parameters,
                                                    &clock.parameter_wait_s);

@@ -13,11 +13,7 @@
 namespace giant::train {
 
 PipelineShape pipeline_shape_of(const RunConfig& config) {
-  PipelineShape shape;
-  shape.schedule = parse_schedule(config.parallel.schedule);
-  shape.pp = static_cast<int>(config.parallel.pp);
-  shape.virtual_stages = static_cast<int>(config.parallel.virtual_stages);
-  shape.micro_batches = config.train.micro_batches(config.parallel.dp);
+  const PipelineShape shape = pipeline_shape(config.layout, config.layout.micro_batches(config.train.global_batch));
   check_pipeline_shape(shape);
   return shape;
 }
@@ -29,11 +25,12 @@ PipelineStepExecutor::PipelineStepExecutor(const RunConfig& config, StepParts pa
       pp_(pp),
       shape_(pipeline_shape_of(config)),
       schedule_(lower_communication(generate_schedule(shape_))),
+      last_backward_(last_backward_micro_batch(schedule_.ranks.at(static_cast<size_t>(pp.rank())))),
       stages_(std::move(stages)),
       chunks_(std::move(chunks)),
       tied_(std::move(tied)),
       activation_options_(torch::TensorOptions().dtype(scalar_type_of(config.train.precision))),
-      micro_batch_(config.train.micro_batch),
+      micro_batch_(config.layout.micro_batch),
       seq_len_(config.model.seq_len),
       hidden_(config.model.hidden) {
   validate_schedule(schedule_);
@@ -66,8 +63,9 @@ StepLoss PipelineStepExecutor::train_step(int64_t step, double loss_scale, StepR
     targets_s += watch.seconds();
     return models::gpt_loss(logits, targets, parts_.tp);
   };
-  functions.before_backward = [&](int, int64_t m) {
-    if (parts_.reducer) parts_.reducer->begin_micro_batch(m + 1 == micro_batches);
+  functions.before_backward = [&](int stage, int64_t m) {
+    // Not m + 1 == M: GPipe's last backward is micro-batch 0's.
+    if (parts_.reducer) parts_.reducer->begin_micro_batch(last_backward_.at(stage) == m);
   };
   parallel::PipelineStepResult result;
   {

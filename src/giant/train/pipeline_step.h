@@ -4,6 +4,7 @@
 // between the first and the last stage.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,9 @@ class PipelineStepExecutor : public StepExecutor {
   ccl::Communicator& pp_;
   PipelineShape shape_;
   PipelineSchedule schedule_;  // lowered
+  // Each of this rank's stages' last backward in the schedule: the one
+  // after which its gradient buckets may be reduced.
+  std::map<int, int64_t> last_backward_;
   std::vector<int> stages_;
   std::vector<parallel::LayerStack> chunks_;
   std::unique_ptr<parallel::PipelineExecutor> executor_;

@@ -35,18 +35,18 @@ RunCheckpoints::RunCheckpoints(const RunConfig& config, ccl::Communicator* world
     : config_(config), world_(world), progress_(progress), saver_(saver_options(config), world) {}
 
 checkpoint::SavedLayout RunCheckpoints::layout() const {
-  const auto& p = config_.parallel;
+  const Layout& l = config_.layout;
   checkpoint::SavedLayout layout;
-  layout.dp = p.dp;
-  layout.tp = p.tp;
-  layout.pp = p.pp;
-  layout.virtual_stages = p.virtual_stages;
-  layout.zero = p.dp > 1 ? p.zero : 0;
-  layout.schedule = p.schedule;
-  layout.partition = p.partition;
+  layout.dp = l.dp;
+  layout.tp = l.tp;
+  layout.pp = l.pp;
+  layout.virtual_stages = l.virtual_stages;
+  layout.zero = l.dp > 1 ? l.zero : 0;
+  layout.schedule = schedule_name(l.schedule);
+  layout.partition = config_.parallel.partition;
   layout.precision = precision_name(config_.train.precision);
   layout.grad_dtype = precision_name(config_.train.grad_dtype);
-  layout.world_size = p.dp * p.tp * p.pp;
+  layout.world_size = l.devices();
   return layout;
 }
 

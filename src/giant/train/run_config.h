@@ -21,15 +21,13 @@
 
 namespace giant::train {
 
+// parallel.*'s other keys: dp, tp, pp, the schedule, virtual stages and the
+// ZeRO stage are the run's Layout (RunConfig::layout).
 struct ParallelSettings {
-  int64_t dp = 1, tp = 1, pp = 1;
-  std::string schedule = "1f1b";
-  int64_t virtual_stages = 1;
   std::string partition = "parameters";
   bool automatic = false;
   std::string cluster;  // parallel.auto's cluster file
   double bucket_mb = 4;
-  int64_t zero = 1;  // ZeRO stage 0-3 (no effect with dp = 1)
   int64_t zero3_prefetch = 1;
   bool zero3_regather = true;
 };
@@ -39,7 +37,7 @@ struct ParallelSettings {
 enum class LossScaling { automatic, dynamic, off };  // automatic: dynamic for fp16, else off
 
 struct TrainSettings {
-  int64_t global_batch = 16, micro_batch = 16, steps = 1000;
+  int64_t global_batch = 16, steps = 1000;  // train.micro_batch: RunConfig::layout
   double lr = 2e-3, min_lr = 2e-4;
   int64_t warmup_steps = 50;
   double weight_decay = 0.1, grad_clip = 1.0, beta1 = 0.9, beta2 = 0.95;
@@ -58,7 +56,6 @@ struct TrainSettings {
   Precision precision = Precision::fp32;
   bool precision_auto = true;
   Precision grad_dtype = Precision::fp32;  // gradient accumulation and the dp reduction
-  Recompute recompute = Recompute::none;
   double memory_limit_gb = 0;  // 0: the host's physical memory shared by the ranks
   LossScaling loss_scaling = LossScaling::automatic;
   double loss_scale_initial = 65536;
@@ -69,8 +66,6 @@ struct TrainSettings {
     return loss_scaling == LossScaling::dynamic ||
            (loss_scaling == LossScaling::automatic && precision == Precision::fp16);
   }
-
-  int64_t micro_batches(int64_t dp) const { return global_batch / (dp * micro_batch); }
 };
 
 struct DataSettings {
@@ -89,8 +84,23 @@ struct CheckpointSettings {
   std::string resume = "auto";  // "auto", "" (never) or a checkpoint path
 };
 
+// giant train's defaults for its layout: one rank, micro-batches of 16
+// sequences, ZeRO stage 1 (with dp = 1 it changes nothing).
+inline Layout default_run_layout() {
+  Layout layout;
+  layout.micro_batch = 16;
+  layout.zero = 1;
+  return layout;
+}
+
 struct RunConfig {
   models::GptConfig model;
+  // The one statement of the run's layout: parallel.dp, .tp, .pp,
+  // .schedule, .virtual_stages, .zero, train.micro_batch and
+  // train.recompute bind to it; ranks are placed as kTrainPlacement. As
+  // written: the schedule and virtual stages are kept when pp = 1 (see
+  // planner_layout for the planner's reading).
+  Layout layout = default_run_layout();
   ParallelSettings parallel;
   TrainSettings train;
   DataSettings data;

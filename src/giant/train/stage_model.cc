@@ -7,24 +7,24 @@
 namespace giant::train {
 
 parallel::LayerList run_layer_list(const RunConfig& config) {
-  return models::gpt_layer_list(config.model, config.train.recompute);
+  return models::gpt_layer_list(config.model, config.layout.recompute);
 }
 
 planner::StageBounds partition_stages(const RunConfig& config, const parallel::LayerList& layers) {
   std::vector<planner::PartitionLayer> described;
   for (const auto& spec : layers.specs()) described.push_back({spec.type_name, spec.num_parameters});
-  const int stages = static_cast<int>(config.parallel.pp * config.parallel.virtual_stages);
+  const int stages = config.layout.pp * config.layout.virtual_stages;  // both checked by the schedule's rules
   return planner::partition_layers(described, stages, config.parallel.partition);
 }
 
 StageModel build_stage_model(const RunConfig& config, const parallel::LayerList& layers, int pp_rank,
                              const parallel::TensorParallelGroup& tp) {
   StageModel model;
-  const int pp = static_cast<int>(config.parallel.pp);
+  const int pp = config.layout.pp;
   const auto seed = static_cast<uint64_t>(config.train.seed);
   const auto options = torch::TensorOptions().dtype(torch::kFloat);
   model.bounds = partition_stages(config, layers);
-  for (int chunk = 0; chunk < static_cast<int>(config.parallel.virtual_stages); ++chunk) {
+  for (int chunk = 0; chunk < config.layout.virtual_stages; ++chunk) {
     const int stage = chunk * pp + pp_rank;
     model.stages.push_back(stage);
     model.chunks.push_back(layers.build(seed, options, model.bounds[stage], model.bounds[stage + 1], tp));
@@ -46,7 +46,7 @@ StageModel build_stage_model(const RunConfig& config, const parallel::LayerList&
 std::vector<std::string> describe_stages(const RunConfig& config, const parallel::LayerList& layers,
                                          const planner::StageBounds& bounds) {
   std::vector<std::string> lines;
-  const int pp = static_cast<int>(config.parallel.pp);
+  const int pp = config.layout.pp;
   for (size_t stage = 0; stage + 1 < bounds.size(); ++stage) {
     int64_t parameters = 0;
     std::string names;

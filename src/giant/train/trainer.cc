@@ -41,18 +41,19 @@
 namespace giant::train {
 
 void check_layout(const RunConfig& c, int world_size) {
-  const auto& p = c.parallel;
-  if (p.automatic) {
+  if (c.parallel.automatic) {
     throw ConfigError("parallel.auto", "the layout must be chosen first (choose_layout)");
   }
-  if (p.dp * p.pp * p.tp != world_size) {
-    throw ConfigError("parallel.dp", "parallel.dp x parallel.pp x parallel.tp = " + std::to_string(p.dp) + " x " +
-                                         std::to_string(p.pp) + " x " + std::to_string(p.tp) + " = " +
-                                         std::to_string(p.dp * p.pp * p.tp) + ", but " +
+  const Layout& l = c.layout;
+  const int64_t devices = int64_t{l.dp} * l.pp * l.tp;  // each may be up to INT_MAX
+  if (devices != world_size) {
+    throw ConfigError("parallel.dp", "parallel.dp x parallel.pp x parallel.tp = " + std::to_string(l.dp) + " x " +
+                                         std::to_string(l.pp) + " x " + std::to_string(l.tp) + " = " +
+                                         std::to_string(devices) + ", but " +
                                          std::to_string(world_size) + " rank(s) were started" +
                                          (world_size == 1 ? " (start several with giant launch)" : ""));
   }
-  models::check_tensor_parallel(c.model, static_cast<int>(p.tp));
+  models::check_tensor_parallel(c.model, l.tp);
   pipeline_shape_of(c);                            // the schedule's rules
   partition_stages(c, models::gpt_layer_list(c.model));  // no stage empty
 }
@@ -79,7 +80,7 @@ struct Trainer::State {
 
   State(RunConfig c, std::ostream& o, bool live, TrainHooks h, bool is_leader)
       : config(std::move(c)), outputs(o, live, is_leader), progress(outputs.progress), hooks(std::move(h)) {
-    topology.pipelined = config.parallel.pp > 1;
+    topology.pipelined = config.layout.pp > 1;
   }
 
   CheckpointedParts checkpointed() { return {config, topology, *model, *batches, *checkpoints, progress}; }
@@ -148,9 +149,9 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   }
   if (world && world->size() > 1) {
     s.topology.mesh = std::make_unique<parallel::Mesh>(std::move(world), shape);
-    if (c.parallel.tp > 1) {
+    if (c.layout.tp > 1) {
       const parallel::Mesh& mesh = *s.topology.mesh;
-      s.topology.tp = {&mesh.tp(), mesh.tp_rank(), static_cast<int>(c.parallel.tp), &s.clock.tensor_parallel_s};
+      s.topology.tp = {&mesh.tp(), mesh.tp_rank(), c.layout.tp, &s.clock.tensor_parallel_s};
     }
   }
   s.model = build_model_state(c, s.topology, s.clock, s.progress);
@@ -228,22 +229,21 @@ bool Trainer::State::update(int64_t step, double loss, double loss_scale, StepGu
 }
 
 void Trainer::State::describe_run(const TrainSummary& summary) {
-  const auto& t = config.train;
-  const auto& p = config.parallel;
+  const Layout& p = config.layout;
   const parallel::GradientSync* sync = model->sync.get();
   std::string pipeline;
   if (topology.pipelined) {
-    pipeline = " x pp " + std::to_string(p.pp) + " (" + p.schedule +
+    pipeline = " x pp " + std::to_string(p.pp) + " (" + schedule_name(p.schedule) +
                (p.virtual_stages > 1 ? ", " + std::to_string(p.virtual_stages) + " virtual stages" : "") + ")";
   }
   progress.line("layout: dp " + std::to_string(p.dp) + pipeline + " x tp " + std::to_string(p.tp) + " on " +
                 std::to_string(topology.world_size()) + " rank(s), " + std::to_string(batches->per_step()) +
-                " micro-batch(es) of " + std::to_string(t.micro_batch) + " per rank per step" +
+                " micro-batch(es) of " + std::to_string(p.micro_batch) + " per rank per step" +
                 (sync ? ", " + std::to_string(sync->num_buckets()) + " gradient bucket(s)" : ""));
   progress.line("model: " + std::to_string(config.model.parameter_count()) + " parameters, " +
                 fixed(summary.model_flops_per_step / 1e9, 1) + " GFLOP per step; matmul reference " +
                 fixed(summary.matmul_flops / 1e9, 1) + " GFLOP/s in " + summary.precision + " on " +
-                std::to_string(t.threads) + " thread(s); data: " + batches->datasets().description);
+                std::to_string(config.train.threads) + " thread(s); data: " + batches->datasets().description);
 }
 
 std::string Trainer::State::write_sample() {

@@ -13,6 +13,7 @@
 
 #include "giant/base/error.h"
 #include "giant/layout/schedule.h"
+#include "support/error_message.h"
 
 namespace giant::test {
 
@@ -69,12 +70,7 @@ inline void remove_action(PipelineSchedule& s, int rank, const std::string& desc
 
 // The validator's message for a broken schedule ("" if it passes).
 inline std::string validation_error(const PipelineSchedule& s) {
-  try {
-    validate_schedule(s);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return giant::test::error_message([&] { validate_schedule(s); });
 }
 
 inline void expect_rule(const PipelineSchedule& s, const std::string& rule, const std::string& action) {

@@ -90,12 +90,12 @@ struct LayoutBounds {
 // ranks otherwise, and nothing more).
 enum class Reference { single_process, other_zero_stage };
 
-// The bounds for `c`'s layout (c.parallel) against `reference`.
+// The bounds for `c`'s layout (c.layout) against `reference`.
 inline LayoutBounds layout_bounds(const RunConfig& c, Reference reference = Reference::single_process) {
   const models::GptConfig& m = c.model;
   const Precision compute = c.train.precision, grads = c.train.grad_dtype;
-  const int64_t tp = c.parallel.tp, dp = c.parallel.dp, pp = c.parallel.pp;
-  const int64_t micro_batches = c.train.micro_batches(1);
+  const int64_t tp = c.layout.tp, dp = c.layout.dp, pp = c.layout.pp;
+  const int64_t micro_batches = c.train.global_batch / c.layout.micro_batch;  // per step over all dp ranks
   const int64_t tokens = c.train.global_batch * m.seq_len;
   RoundingBudget forward, step, loss_sums;
   loss_sums.add(static_cast<double>(2 * (tokens + micro_batches + dp)), Precision::fp32);

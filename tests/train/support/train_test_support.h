@@ -13,6 +13,7 @@
 #include "giant/base/error.h"
 #include "giant/base/tunables.h"
 #include "giant/train/run_config.h"
+#include "support/error_message.h"
 
 namespace giant::train::test {
 
@@ -73,12 +74,7 @@ std::string error_key(F&& f) {
 // The message of the ConfigError that f() throws, or "" when none is thrown.
 template <class F>
 std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return giant::test::error_message<ConfigError>(f);
 }
 
 }  // namespace giant::train::test

@@ -1,5 +1,5 @@
 // ZeRO stages 0 and 1 of GradientReducer: whole gradient buckets, reduced
-// once the step's last micro-batch completed them (see gradient_reducer.h).
+// once the step's last backward completed them (see gradient_reducer.h).
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
@@ -42,6 +42,12 @@ void AllreduceBuckets::zero_grad() {
     GIANT_CHECK(!bucket.launched, "zero_grad while a gradient reduction is in flight (call finish first)");
   }
   std::fill(view_has_step_.begin(), view_has_step_.end(), false);
+  start_step();
+}
+
+void AllreduceBuckets::start_step() {
+  for (auto& bucket : buckets_) bucket.ready = 0;
+  next_launch_ = 0;
 }
 
 void AllreduceBuckets::adopt_gradient(size_t parameter) {
@@ -68,15 +74,19 @@ void AllreduceBuckets::adopt_gradient(size_t parameter) {
 
 void AllreduceBuckets::begin_micro_batch(bool last) {
   last_micro_batch_ = last;
-  for (auto& bucket : buckets_) bucket.ready = 0;
-  next_launch_ = 0;
+  // Buckets already launched (another chunk's, whose last backward came
+  // first) stay launched; the others count this backward's arrivals afresh.
+  for (size_t b = next_launch_; b < buckets_.size(); ++b) buckets_[b].ready = 0;
 }
 
 void AllreduceBuckets::gradient_ready(size_t parameter) {
+  const size_t bucket = layout_.places[parameter].bucket;
+  GIANT_CHECK(!buckets_[bucket].launched, "the gradient of parameter " + std::to_string(parameter) +
+                                              " arrived after its bucket's reduction started (a backward after "
+                                              "the one flagged last)");
   adopt_gradient(parameter);
   if (!last_micro_batch_) return;
-  const size_t b = layout_.places[parameter].bucket;
-  if (++buckets_[b].ready == layout_.buckets[b].members.size()) launch_in_order();
+  if (++buckets_[bucket].ready == layout_.buckets[bucket].members.size()) launch_in_order();
 }
 
 void AllreduceBuckets::launch_in_order() {
@@ -102,6 +112,7 @@ void AllreduceBuckets::wait_reductions() {
     bucket.launched = false;
     bucket.work.wait();
   }
+  start_step();
 }
 
 at::Tensor AllreduceBuckets::block_gradient(size_t bucket, int rank) const {

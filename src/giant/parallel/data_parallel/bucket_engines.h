@@ -2,7 +2,7 @@
 // reducing the same bucket layout:
 //   AllreduceBuckets (ZeRO 0 and 1): whole gradient buckets, each allreduced
 //     (stage 0) or reduce-scattered into its owners' blocks (stage 1) once
-//     the step's last micro-batch completed it;
+//     the step's last backward completed it;
 //   ReduceScatterRounds (ZeRO 2): each micro-batch's gradients staged in
 //     rounds, reduce-scattered, and folded into persistent gradient blocks;
 // and, at stages 1 and 2, BucketParameterShards: the parameters' data in
@@ -78,6 +78,8 @@ class AllreduceBuckets : public BucketEngine {
   // another dtype than the bucket's is added in (copied for the step's
   // first) and dropped instead.
   void adopt_gradient(size_t parameter);
+  // No bucket counted or launched: at a step's start and after its reductions.
+  void start_step();
   void launch_in_order();
 
   const BucketLayout& layout_;

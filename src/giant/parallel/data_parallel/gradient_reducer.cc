@@ -36,7 +36,6 @@ GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Commun
   }
   if (sharded) {
     shards_ = std::make_unique<BucketParameterShards>(layout_, parameters_, *comm, *engine_);
-    record_owned(shards_->owned());
   }
   reset_peaks();
   for (size_t i = 0; i < parameters_.size(); ++i) {

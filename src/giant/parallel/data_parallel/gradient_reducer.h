@@ -6,7 +6,8 @@
 // as setting them to none does) and is copied into the bucket at once, so
 // buckets are never zeroed nor added to zeros; later micro-batches
 // accumulate straight into the buckets. A post hook on each parameter's
-// gradient accumulator counts the gradients of the last micro-batch; as soon
+// gradient accumulator counts the gradients of the step's last backward of
+// those parameters (the last micro-batch's; GPipe's micro-batch 0's); as soon
 // as a bucket is complete its allreduce starts, asynchronously, on a
 // communicator of its own. Buckets are always launched in the same order on
 // every rank (a complete bucket waits for the ones before it), since ccl
@@ -91,8 +92,10 @@ class GradientReducer : public GradientSync {
   // Clears every gradient (undefined until backward or finish(), which
   // leaves every one a view of its bucket again: zero where none came).
   void zero_grad() override;
-  // Call before each micro-batch's backward: only the last one's gradients
-  // are reduced (earlier ones just accumulate locally).
+  // Call before each micro-batch's backward: only the step's last
+  // backward's gradients are reduced (earlier ones just accumulate
+  // locally). A gradient arriving after its bucket's reduction started is
+  // refused (giant::Error), never reduced partly summed.
   void begin_micro_batch(bool last) override;
   // Launches the buckets not launched yet and waits for all (and for a
   // parameter gather still in flight, so the update may start); afterwards every

@@ -39,7 +39,9 @@ class GradientSync {
 
   // Clears every gradient for a new step.
   virtual void zero_grad() = 0;
-  // Before each micro-batch's backward (`last`: the step's last one).
+  // Before each micro-batch's backward (`last`: the step's last backward of
+  // these parameters, after which no gradient of theirs arrives; with
+  // GPipe's reversed backwards, micro-batch 0's).
   virtual void begin_micro_batch(bool last) = 0;
   // Finishes the step's reductions (and any gather still in flight, so the
   // update may start). Returns the seconds it waited.
@@ -61,12 +63,6 @@ class GradientSync {
   // Whether every parameter stays resident whole between steps (not at
   // stage 3, where the update pieces are all a rank keeps).
   virtual bool holds_whole_parameters() const { return true; }
-  // The sharded stages' update pieces, one list per field (empty at stage
-  // 0): for callers that index them.
-  const std::vector<at::Tensor>& owned_parameters() const { return owned_.tensors; }
-  const std::vector<size_t>& owned_parameter_source() const { return owned_.sources; }
-  const std::vector<int64_t>& owned_parameter_offset() const { return owned_.offsets; }
-
   // After the owned stretches were updated: stages 1 and 2 start gathering
   // the update into every rank's whole parameters (waited for by the
   // next forward layer by layer, or wait_parameters()); stage 3 has
@@ -79,23 +75,6 @@ class GradientSync {
   virtual size_t num_buckets() const = 0;
   virtual HeldBytesReport held_bytes() const = 0;
   virtual void reset_peaks() = 0;
-
- protected:
-  // A sharded engine records its update pieces once they are laid out.
-  void record_owned(const std::vector<UpdatePiece>& pieces) {
-    for (const auto& piece : pieces) {
-      owned_.tensors.push_back(piece.tensor);
-      owned_.sources.push_back(piece.parameter);
-      owned_.offsets.push_back(piece.offset);
-    }
-  }
-
- private:
-  struct OwnedLists {
-    std::vector<at::Tensor> tensors;
-    std::vector<size_t> sources;
-    std::vector<int64_t> offsets;
-  } owned_;
 };
 
 }  // namespace giant::parallel

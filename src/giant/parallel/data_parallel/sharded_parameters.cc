@@ -270,7 +270,6 @@ ShardedParameters::ShardedParameters(std::vector<LayerStack>& chunks, std::vecto
   s.shard_has_step.assign(unit_count, false);
   // The stretches of each parameter in this rank's block, for the optimizer.
   pieces_ = owned_pieces(s.units);
-  record_owned(pieces_);
   for (size_t i = 0; i < n; ++i) {
     State* state = state_.get();
     AccumulatedHook hook = on_gradient_accumulated(s.parameters[i], i, [state, i] { state->mark_ready(i); });

@@ -37,7 +37,8 @@ struct PipelineStepFunctions {
   // The last stage: the loss of micro-batch m's output (a scalar).
   std::function<at::Tensor(int64_t micro_batch, const at::Tensor& output)> loss;
   // Optional: called before each backward (a gradient reducer learns
-  // whether it is the stage's last micro-batch).
+  // whether it is the stage's last backward of the step: GPipe's is
+  // micro-batch 0's).
   std::function<void(int stage, int64_t micro_batch)> before_backward;
 };
 
