@@ -17,6 +17,7 @@
 #include "giant/base/timer.h"
 #include "giant/base/tunables.h"
 #include "giant/base/units.h"
+#include "support/error_message.h"
 
 namespace giant {
 namespace {
@@ -55,6 +56,20 @@ TEST(Units, Bytes) {
   EXPECT_EQ(format_bytes(64.0 * MiB), "64 MiB");
   EXPECT_EQ(format_bytes(7), "7 B");
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+}
+
+TEST(Units, BitRates) {
+  EXPECT_DOUBLE_EQ(parse_bit_rate("100mbit"), 100e6);
+  EXPECT_DOUBLE_EQ(parse_bit_rate("1Gbit/s"), 1e9);
+  EXPECT_DOUBLE_EQ(parse_bit_rate("2.5 Gbps"), 2.5e9);
+  EXPECT_DOUBLE_EQ(parse_bit_rate("500kbit"), 500e3);
+  EXPECT_DOUBLE_EQ(parse_bit_rate("9600"), 9600);
+  EXPECT_THROW(parse_bit_rate("100MB/s"), Error);  // bytes, not bits: refused rather than misread
+  EXPECT_THROW(parse_bit_rate("fast"), Error);
+  EXPECT_THROW(parse_bit_rate("0mbit"), Error);
+  EXPECT_THROW(parse_bit_rate("-5mbit"), Error);
+  EXPECT_EQ(format_bit_rate(100e6), "100 Mbit/s");
+  EXPECT_EQ(format_bit_rate(2.5e9), "2.5 Gbit/s");
 }
 
 TEST(Units, Seconds) {
@@ -132,15 +147,10 @@ TEST(Tunables, ErrorsNameTheKey) {
   EXPECT_THROW(t.apply_environment({{"GIANT_CCL_SOCKETS", "x"}}), ConfigError);
 }
 
-// The message of the ConfigError f throws ("none" if it throws none).
+// The message of the ConfigError f throws ("" if it throws none).
 template <class F>
 std::string config_error(F&& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "none";
+  return test::error_message<ConfigError>(f);
 }
 
 TEST(Tunables, AnUnknownNameSaysTheNearestKnownOne) {

@@ -64,6 +64,34 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+double parse_bit_rate(const std::string& text) {
+  std::string unit;
+  double value = split_number(text, &unit, "a link rate such as 100mbit or 1Gbit/s");
+  // "Mbit/s" and "Mbps" are "mbit"; "MB/s" (bytes) is refused, not read as bits.
+  if (unit.size() > 2 && unit.compare(unit.size() - 2, 2, "/s") == 0) unit.erase(unit.size() - 2);
+  else if (unit.size() >= 3 && unit.compare(unit.size() - 3, 3, "bps") == 0) unit.replace(unit.size() - 3, 3, "bit");
+  double scale = 0;
+  if (unit.empty() || unit == "bit") scale = 1;
+  else if (unit == "kbit") scale = 1e3;
+  else if (unit == "mbit") scale = 1e6;
+  else if (unit == "gbit") scale = 1e9;
+  require(scale > 0, "unknown rate unit '" + unit + "' in '" + text + "' (use bit, kbit, mbit or gbit, per second)");
+  require(value > 0, "a link rate must be positive, got '" + text + "'");
+  return value * scale;
+}
+
+std::string format_bit_rate(double bits_per_s) {
+  const char* units[] = {"bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"};
+  int u = 0;
+  while (std::fabs(bits_per_s) >= 1000 && u < 4) {
+    bits_per_s /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g %s", bits_per_s, units[u]);
+  return buf;
+}
+
 double parse_seconds(const std::string& text) {
   std::string unit;
   double value = split_number(text, &unit, "a duration such as 30s or 500ms");

@@ -1,5 +1,5 @@
-// Byte sizes and durations as people write them ("4MiB", "64 MB", "500ms",
-// "30s") and back.
+// Byte sizes, link rates and durations as people write them ("4MiB", "64 MB",
+// "100mbit", "500ms", "30s") and back.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,13 @@ constexpr int64_t GiB = 1024 * MiB;
 int64_t parse_bytes(const std::string& text);
 // "64 MiB", "1.5 KiB", "7 B".
 std::string format_bytes(double bytes);
+
+// Link rates as tc and people write them: a plain number of bits per
+// second, or with bit, kbit, mbit, gbit (also "Mbit/s", "Gbps"; powers of
+// 1000, any case). Throws giant::Error on anything else or a rate <= 0.
+double parse_bit_rate(const std::string& text);
+// "100 Mbit/s", "2.5 Gbit/s".
+std::string format_bit_rate(double bits_per_s);
 
 // Accepts "250ms", "1.5s", "2m", "1h", "30us" or a plain number of seconds.
 double parse_seconds(const std::string& text);
