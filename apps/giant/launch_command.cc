@@ -3,6 +3,7 @@
 #include <charconv>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "giant/base/error.h"
 #include "giant/base/units.h"
 #include "giant/ccl/bootstrap.h"
+#include "giant/launch/emulated_cluster.h"
 #include "giant/launch/host_spec.h"
 #include "giant/launch/launcher.h"
 
@@ -19,8 +21,8 @@ namespace giant::app {
 namespace {
 
 constexpr const char* kUsageLine =
-    "usage: giant launch --nproc N [--hosts SPEC] [--store-addr HOST[:PORT]] [--timeout-grace SECONDS] "
-    "[--] COMMAND [ARGS...]\n";
+    "usage: giant launch --nproc N [--hosts SPEC] [--emulate HxR [--link-rate RATE]] [--store-addr HOST[:PORT]] "
+    "[--timeout-grace SECONDS] [--] COMMAND [ARGS...]\n";
 
 constexpr const char* kDescription =
     "Runs N ranks of COMMAND on this machine, serves the store they meet at, and\n"
@@ -28,6 +30,9 @@ constexpr const char* kDescription =
     "SIGTERM and SIGHUP are passed on to every rank and the launcher waits for them\n"
     "(a second signal kills them); when a rank fails the others are stopped. If the\n"
     "launcher itself is killed, its ranks are killed too.\n"
+    "--emulate HxR (root) runs the ranks on H emulated hosts of R ranks each:\n"
+    "network namespaces joined by a bridge, each host's link capped at --link-rate\n"
+    "in both directions (tc tbf), all removed when the launch ends.\n"
     "The command starts at `--` or at the first argument that is not a flag.\n";
 
 constexpr const char* kFooter =
@@ -50,6 +55,13 @@ class LaunchHelp : public CLI::Formatter {
 
 struct UsageError {
   std::string message;
+};
+
+// --emulate and --link-rate as given, turned into LaunchOptions::emulate
+// once both are read.
+struct EmulateFlags {
+  std::string cluster;
+  std::string link_rate;
 };
 
 // "" when text is a whole number of at least 1, else why not.
@@ -75,7 +87,7 @@ std::string check_duration(const std::string& text) {
 // first argument that is no flag of ours and leaves it and the rest (the
 // command and its own flags) in remaining(); the flags keep the last value
 // given, as they always have.
-void add_flags(CLI::App& cli, launch::LaunchOptions& options) {
+void add_flags(CLI::App& cli, launch::LaunchOptions& options, EmulateFlags& emulate) {
   cli.prefix_command();
   cli.formatter(std::make_shared<LaunchHelp>());
   cli.footer(kFooter);
@@ -87,6 +99,14 @@ void add_flags(CLI::App& cli, launch::LaunchOptions& options) {
          "--hosts", [&options](const std::string& spec) { options.hosts = launch::parse_host_spec(spec); },
          "HOST:SLOTS,... with HOST `local` or `netns:NAME` (entered with `ip netns exec NAME`)")
       ->type_name("SPEC")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.add_option("--emulate", emulate.cluster,
+                 "run on H emulated hosts of R ranks (network namespaces; needs root), removed at the end")
+      ->type_name("HxR")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.add_option("--link-rate", emulate.link_rate,
+                 "with --emulate: each host's link rate, both ways (100mbit, 1gbit, 2.5Gbit/s; default uncapped)")
+      ->type_name("RATE")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cli.add_option("--store-addr", options.store_address,
                  "where ranks reach the store (it then listens on 0.0.0.0); needed with netns hosts. Default 127.0.0.1")
@@ -108,8 +128,27 @@ std::vector<std::string> command_of(std::vector<std::string> rest, const launch:
     throw UsageError{"unknown flag '" + rest[0] + "'"};
   }
   if (rest.empty()) throw UsageError{"no command to run"};
-  if (options.nproc == 0 && options.hosts.empty()) throw UsageError{"--nproc N (or --hosts SPEC) is required"};
+  if (options.nproc == 0 && options.hosts.empty() && !options.emulate) {
+    throw UsageError{"--nproc N (or --hosts SPEC) is required (or --emulate HxR)"};
+  }
   return rest;
+}
+
+// The emulated cluster the flags ask for, if any.
+std::optional<launch::EmulatedClusterSpec> emulated_cluster(const EmulateFlags& flags) {
+  if (flags.cluster.empty()) {
+    if (!flags.link_rate.empty()) throw UsageError{"--link-rate caps an emulated cluster's links: give --emulate HxR"};
+    return std::nullopt;
+  }
+  launch::EmulatedClusterSpec spec = launch::parse_emulate(flags.cluster);
+  if (!flags.link_rate.empty()) {
+    try {
+      spec.link_bits_per_s = parse_bit_rate(flags.link_rate);
+    } catch (const Error& e) {
+      throw ConfigError("--link-rate", e.what());
+    }
+  }
+  return spec;
 }
 
 // The launcher's usage errors show the usage line, as its help does not fit one.
@@ -127,12 +166,14 @@ int usage_error(const std::string& message) {
 int launch_command(const std::vector<std::string>& args) {
   launch::LaunchOptions options;
   CLI::App cli(kDescription, "giant launch");
-  add_flags(cli, options);
+  EmulateFlags emulate;
+  add_flags(cli, options, emulate);
   GlobalFlags global;
   add_global_flags(cli, global);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
     cli.parse(reversed);
+    options.emulate = emulated_cluster(emulate);
     options.command = command_of(cli.remaining(), options);
     apply_global_flags(global);
   } catch (const CLI::CallForHelp&) {
@@ -142,7 +183,7 @@ int launch_command(const std::vector<std::string>& args) {
     return usage_error(e.what());
   } catch (const UsageError& e) {
     return usage_error(e.message);
-  } catch (const ConfigError& e) {  // --hosts, --log-level
+  } catch (const ConfigError& e) {  // --hosts, --emulate, --log-level
     return usage_error(e.what());
   }
   options.environment = ccl::Environment::from_process();

@@ -223,7 +223,7 @@ TEST(Launch, BadUsageExitsWithStatus2AndSaysWhy) {
   const std::vector<Case> cases = {
       {{"--nproc", "2"}, "no command to run"},
       {{"--nproc", "2", "--"}, "no command to run"},
-      {{"--", "true"}, "--nproc N (or --hosts SPEC) is required"},
+      {{"--", "true"}, "--nproc N (or --hosts SPEC) is required (or --emulate HxR)"},
       {{"--nproc", "0", "--", "true"}, "--nproc: must be at least 1, got 0"},
       {{"--nproc", "two", "--", "true"}, "--nproc: expects an integer, got 'two'"},
       {{"--nproc", "2", "--hosts", "local:x", "--", "true"}, "SLOTS must be a positive integer"},

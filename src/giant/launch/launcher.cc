@@ -131,9 +131,24 @@ std::vector<std::string> env_list(const std::map<std::string, std::string>& vars
   return list;
 }
 
-}  // namespace
+// What the launch runs where, checked before anything starts.
+struct LaunchPlan {
+  std::vector<HostSlots> hosts;
+  StoreEndpoint endpoint;
+  Commands commands;
+};
 
-int run_launch(const LaunchOptions& options, std::ostream& log) {
+LaunchPlan plan_launch(const LaunchOptions& options) {
+  LaunchPlan plan;
+  plan.hosts = resolve_hosts(options);
+  bool any_netns = false;
+  for (const HostSlots& host : plan.hosts) any_netns = any_netns || host.kind == HostKind::netns;
+  plan.endpoint = store_endpoint(options, any_netns);
+  plan.commands = resolve_commands(options, plan.hosts);
+  return plan;
+}
+
+void check_options(const LaunchOptions& options) {
   if (options.command.empty() || options.command[0].empty()) {
     throw ConfigError("command", "no command to run (giant launch --nproc N -- COMMAND [ARGS...])");
   }
@@ -143,25 +158,38 @@ int run_launch(const LaunchOptions& options, std::ostream& log) {
   if (!(options.grace_seconds >= 0)) {
     throw ConfigError("--timeout-grace", "must be at least 0 seconds, got " + std::to_string(options.grace_seconds));
   }
-  const std::vector<HostSlots> hosts = resolve_hosts(options);
-  bool any_netns = false;
-  for (const HostSlots& host : hosts) any_netns = any_netns || host.kind == HostKind::netns;
-  const StoreEndpoint endpoint = store_endpoint(options, any_netns);
-  const Commands commands = resolve_commands(options, hosts);
+  if (!options.emulate) return;
+  const EmulatedClusterSpec& spec = *options.emulate;
+  if (!options.hosts.empty()) throw ConfigError("--emulate", "give --emulate or --hosts, not both");
+  if (!options.store_address.empty()) {
+    throw ConfigError("--store-addr", "--emulate serves the store on the emulated cluster's own network");
+  }
+  const int ranks = spec.hosts * spec.ranks_per_host;
+  if (options.nproc != 0 && options.nproc != ranks) {
+    throw ConfigError("--nproc", "--nproc is " + std::to_string(options.nproc) + " but --emulate " +
+                                     std::to_string(spec.hosts) + "x" + std::to_string(spec.ranks_per_host) +
+                                     " runs " + std::to_string(ranks) + " ranks (omit --nproc)");
+  }
+  const std::string why = emulation_unavailable_reason(var_or(options.environment, "PATH", kDefaultPath));
+  if (!why.empty()) throw ConfigError("--emulate", why);
+}
+
+// Starts a rank of `plan` per placement and supervises them to the end.
+int run_ranks(const LaunchOptions& options, const LaunchPlan& plan, SignalPipe& signals, std::ostream& log) {
+  const std::vector<HostSlots>& hosts = plan.hosts;
   const std::vector<RankPlacement> placements = place_ranks(hosts);
   const int world_size = static_cast<int>(placements.size());
 
   // Order matters for teardown (reverse): ranks end before the store and
-  // before the lifeline's watcher is told goodbye, the store before the
-  // secret file goes, and signals are restored last.
-  SignalPipe signals;  // before any rank starts, so no signal is missed
+  // before the lifeline's watcher is told goodbye, and the store before the
+  // secret file goes.
   const std::string secret = random_secret();
   SecretFile secret_file(var_or(options.environment, "TMPDIR", "/tmp"), secret);
   // Makes the ranks' process groups; kills them and removes the secret file
   // if this process dies without doing so itself.
   Lifeline lifeline(world_size, secret_file.path());
-  ccl::TcpStoreServer server(endpoint.bind_host, endpoint.port, secret);
-  const std::string store_address = endpoint.advertised_host + ":" + std::to_string(server.port());
+  ccl::TcpStoreServer server(plan.endpoint.bind_host, plan.endpoint.port, secret);
+  const std::string store_address = plan.endpoint.advertised_host + ":" + std::to_string(server.port());
   Supervisor supervisor(options.stdout_fd, options.stderr_fd, options.grace_seconds, lifeline, log);
 
   std::map<std::string, std::string> vars = options.environment.vars();
@@ -188,16 +216,38 @@ int run_launch(const LaunchOptions& options, std::ostream& log) {
     SpawnRequest request;
     request.env = env_list(vars);
     if (host.kind == HostKind::netns) {
-      request.executable = commands.ip_executable;
+      request.executable = plan.commands.ip_executable;
       request.argv = {"ip", "netns", "exec", host.netns};
       request.argv.insert(request.argv.end(), options.command.begin(), options.command.end());
     } else {
-      request.executable = commands.local_executable;
+      request.executable = plan.commands.local_executable;
       request.argv = options.command;
     }
     if (!supervisor.start(host.label, request)) break;
   }
   return supervisor.run(signals);
+}
+
+}  // namespace
+
+int run_launch(const LaunchOptions& options, std::ostream& log) {
+  check_options(options);
+  if (!options.emulate) {
+    const LaunchPlan plan = plan_launch(options);
+    SignalPipe signals;  // before any rank starts, so no signal is missed
+    return run_ranks(options, plan, signals, log);
+  }
+  LaunchOptions on_cluster = options;
+  on_cluster.emulate.reset();
+  on_cluster.nproc = 0;
+  resolve_commands(on_cluster, {});  // a command that is not found fails before the cluster is made
+  // Signals are caught from here: one that comes while the cluster is made
+  // stops the ranks as they start, and the cluster is removed after them.
+  SignalPipe signals;
+  const EmulatedCluster cluster(*options.emulate, var_or(options.environment, "PATH", kDefaultPath), log);
+  on_cluster.hosts = cluster.hosts();
+  on_cluster.store_address = cluster.store_host();
+  return run_ranks(on_cluster, plan_launch(on_cluster), signals, log);
 }
 
 }  // namespace giant::launch

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "giant/ccl/bootstrap.h"
+#include "giant/launch/emulated_cluster.h"
 #include "giant/launch/host_spec.h"
 
 namespace giant::launch {
@@ -20,6 +22,9 @@ struct LaunchOptions {
   std::vector<std::string> command;  // the program and its arguments
   int nproc = 0;                     // 0: the sum of the hosts' slots
   std::vector<HostSlots> hosts;      // empty: nproc ranks on `local`
+  // Runs the ranks on an emulated cluster made for the launch (and removed
+  // at its end) instead of `hosts`; nproc, if given, must match it.
+  std::optional<EmulatedClusterSpec> emulate;
   // Where ranks reach the store: "HOST" or "HOST:PORT". Empty: 127.0.0.1 and
   // the store listens on loopback only. Otherwise it listens on 0.0.0.0 (on
   // PORT, or a free port). Required with netns hosts, which cannot reach
@@ -35,8 +40,8 @@ struct LaunchOptions {
 };
 
 // Bad options (no command, nproc < 1, slots that do not sum to nproc, a
-// missing namespace, a command not found) throw giant::ConfigError before
-// anything starts. Afterwards returns the exit status (see
+// missing namespace, a command not found, --emulate without root or with
+// --hosts) throw giant::ConfigError before anything starts. Afterwards returns the exit status (see
 // Supervisor::run): 0 only when every rank exited 0. The launcher's own
 // lines ("giant launch: ...") go to log.
 int run_launch(const LaunchOptions& options, std::ostream& log);

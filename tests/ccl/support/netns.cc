@@ -12,36 +12,16 @@
 #include <stdexcept>
 #include <sys/wait.h>
 
+#include "giant/base/shell.h"
+
 namespace giant::ccl::test {
 namespace {
 
 constexpr const char* kPrefix = "giant-ccl-netns-";
 
-struct ShellResult {
-  int status = -1;  // 0: success
-  std::string output;
-};
-
-// Runs a /bin/sh script, stdout and stderr together.
-ShellResult shell(const std::string& script) {
-  ShellResult result;
-  std::fflush(nullptr);
-  FILE* pipe = ::popen(("(" + script + ") 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    result.output = std::string("popen failed: ") + std::strerror(errno);
-    return result;
-  }
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, got);
-  const int status = ::pclose(pipe);
-  result.status = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
 // Namespaces named by a test process that no longer runs: "giant-ccl-netns-PID-...".
 void delete_stale_namespaces() {
-  shell(std::string("for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^") + kPrefix +
+  run_shell(std::string("for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^") + kPrefix +
         "'); do p=${n#" + kPrefix + "}; p=${p%%-*}; kill -0 \"$p\" 2>/dev/null || ip netns del \"$n\"; done");
 }
 
@@ -53,11 +33,11 @@ std::string probe_namespaces() {
     return "needs root to create network namespaces (running as uid " + std::to_string(::geteuid()) +
            "); CI runs these tests as root";
   }
-  if (shell("command -v ip").status != 0) return "needs iproute2's `ip` to create network namespaces";
+  if (run_shell("command -v ip").status != 0) return "needs iproute2's `ip` to create network namespaces";
   delete_stale_namespaces();
   const std::string probe = process_prefix() + "probe";
-  ShellResult made = shell("ip netns add " + probe + " && ip -n " + probe + " link set lo up");
-  shell("ip netns del " + probe);
+  ShellResult made = run_shell("ip netns add " + probe + " && ip -n " + probe + " link set lo up");
+  run_shell("ip netns del " + probe);
   if (made.status != 0) return "cannot create a network namespace here (`ip netns add` failed: " + made.output + ")";
   return "";
 }
@@ -74,7 +54,7 @@ NamespaceHosts::NamespaceHosts(NamespaceHostsOptions options) : options_(std::mo
   if (hosts < 1 || hosts > 26) throw std::runtime_error("NamespaceHosts: 1 to 26 hosts, got " + std::to_string(hosts));
   const bool capped = !options_.rate.empty() || std::any_of(options_.host_rates.begin(), options_.host_rates.end(),
                                                              [](const std::string& r) { return !r.empty(); });
-  if (capped && shell("command -v tc").status != 0) {
+  if (capped && run_shell("command -v tc").status != 0) {
     throw std::runtime_error("NamespaceHosts: a rate cap needs iproute2's `tc`");
   }
   // Unique among the objects of this process (two may live at once) and,
@@ -127,7 +107,7 @@ NamespaceHosts::NamespaceHosts(NamespaceHostsOptions options) : options_(std::mo
       if (!cap.empty()) add("tc -n " + names_[h] + " qdisc add dev veth0" + cap);
     }
   }
-  ShellResult made = shell(script);
+  ShellResult made = run_shell(script);
   if (made.status != 0) {
     destroy();
     throw std::runtime_error("NamespaceHosts: `" + script + "` failed: " + made.output);
@@ -141,7 +121,7 @@ void NamespaceHosts::destroy() {
   std::string script = "true";
   for (const auto& name : names_) script += "; ip netns del " + name + " 2>/dev/null";
   if (!switch_name_.empty()) script += "; ip netns del " + switch_name_ + " 2>/dev/null";
-  shell(script + "; true");
+  run_shell(script + "; true");
 }
 
 std::string NamespaceHosts::host_id(int host) const {

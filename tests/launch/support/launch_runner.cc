@@ -47,6 +47,10 @@ LaunchProcess::LaunchProcess(const std::string& program, const std::vector<std::
     int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
+    // The launcher keeps signals that were ignored when it started ignored
+    // (as nohup wants); a test run in the background (`&` ignores SIGINT)
+    // must not make the signal tests depend on that.
+    for (int signo : {SIGINT, SIGTERM, SIGHUP}) ::signal(signo, SIG_DFL);
     ::execve(program.c_str(), argv_c.data(), env_c.data());
     ::_exit(127);
   }

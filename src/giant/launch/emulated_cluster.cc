@@ -1,0 +1,169 @@
+#include "giant/launch/emulated_cluster.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <ostream>
+
+#include "giant/base/error.h"
+#include "giant/base/shell.h"
+#include "giant/base/units.h"
+#include "giant/launch/rank_process.h"
+
+namespace giant::launch {
+namespace {
+
+constexpr const char* kPrefix = "giant-emu-";
+constexpr int kMaxHosts = 64;
+constexpr int kMaxRanksPerHost = 256;
+// `ip` and `tc` usually live in an sbin directory, often missing from PATH.
+constexpr const char* kSbinPath = "/usr/local/sbin:/usr/sbin:/sbin";
+// Clusters made at once (two launches, ctest -j) each take a 10.79.N.0/24
+// no interface here has, choosing and taking it under this lock.
+constexpr const char* kSubnetLock = "/run/giant-emulate.lock";
+
+// Runs a /bin/sh script with `ip` and `tc` on its PATH.
+ShellResult shell(const std::string& path, const std::string& script) {
+  return run_shell("PATH='" + path + ":" + kSbinPath + "'; export PATH; " + script);
+}
+
+// Namespaces and uplinks of clusters whose launcher no longer runs
+// ("giant-emu-PID-...", "gemuPID"). Uplinks are deleted here, not left to the
+// kernel's later cleanup of their namespace, so they are gone on return.
+void remove_stale_clusters(const std::string& path) {
+  const std::string prefix = kPrefix;
+  shell(path, "for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^" + prefix +
+                  "'); do p=${n#" + prefix + "}; p=${p%%-*}; kill -0 \"$p\" 2>/dev/null || ip netns del \"$n\"; done; "
+                  "for l in $(ls /sys/class/net | grep '^gemu[0-9]*$'); do "
+                  "kill -0 \"${l#gemu}\" 2>/dev/null || ip link del \"$l\" 2>/dev/null; done; true");
+}
+
+int parse_count(const std::string& text, const std::string& what, int most) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  auto [parsed_to, err] = std::from_chars(text.data(), end, value);
+  if (text.empty() || err != std::errc() || parsed_to != end || value < 1 || value > most) {
+    throw ConfigError("--emulate", what + " must be a whole number from 1 to " + std::to_string(most) + ", got '" +
+                                       text + "'");
+  }
+  return value;
+}
+
+// tc's token bucket for one link end. The bucket must hold a whole GSO
+// segment (64 KiB) or large sends stall, and at high rates 5 ms of traffic
+// so the kernel's timer can keep up; the queue holds 50 ms.
+std::string token_bucket(double bits_per_s) {
+  const auto burst_bytes = static_cast<long long>(std::max(256.0 * 1024, bits_per_s / 8 * 0.005));
+  return " root tbf rate " + std::to_string(std::llround(bits_per_s)) + "bit burst " + std::to_string(burst_bytes) +
+         "b latency 50ms";
+}
+
+}  // namespace
+
+const char* emulated_namespace_prefix() { return kPrefix; }
+
+EmulatedClusterSpec parse_emulate(const std::string& text) {
+  const auto x = text.find_first_of("xX");
+  if (x == std::string::npos) {
+    throw ConfigError("--emulate", "expected HOSTSxRANKS (e.g. 2x4: 2 hosts of 4 ranks), got '" + text + "'");
+  }
+  EmulatedClusterSpec spec;
+  spec.hosts = parse_count(text.substr(0, x), "the number of hosts", kMaxHosts);
+  spec.ranks_per_host = parse_count(text.substr(x + 1), "the number of ranks per host", kMaxRanksPerHost);
+  return spec;
+}
+
+std::string emulation_unavailable_reason(const std::string& path) {
+  if (::geteuid() != 0) {
+    return "--emulate needs root to create network namespaces (running as uid " + std::to_string(::geteuid()) +
+           "): run it as root, or give --hosts with namespaces made beforehand";
+  }
+  const std::string search = path + ":" + kSbinPath;
+  if (find_executable("ip", search).empty()) return "--emulate needs iproute2's `ip`, which is not installed";
+  if (find_executable("tc", search).empty()) return "--emulate needs iproute2's `tc`, which is not installed";
+  if (find_executable("flock", search).empty()) return "--emulate needs util-linux's `flock`, which is not installed";
+  return "";
+}
+
+EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::string& path, std::ostream& log)
+    : spec_(spec), path_(path) {
+  GIANT_CHECK(spec.hosts >= 1 && spec.hosts <= kMaxHosts && spec.ranks_per_host >= 1, "an emulated cluster of ", spec.hosts,
+              "x", spec.ranks_per_host);
+  remove_stale_clusters(path);
+  prefix_ = kPrefix + std::to_string(::getpid()) + "-";
+  switch_name_ = prefix_ + "switch";
+  for (int h = 0; h < spec.hosts; ++h) names_.push_back(prefix_ + std::to_string(h));
+  uplink_ = "gemu" + std::to_string(::getpid());  // this namespace's end: at most 15 characters
+  const std::string& uplink = uplink_;
+  const std::string cap = spec.link_bits_per_s > 0 ? token_bucket(spec.link_bits_per_s) : "";
+
+  std::string script = "set -e; exec 9>" + std::string(kSubnetLock) + "; flock 9; n=1; " +
+                       "while ip -4 -o addr show | grep -q \" 10\\.79\\.$n\\.\"; do n=$((n+1)); [ $n -lt 255 ]; done; "
+                       "echo subnet=$n";
+  auto add = [&script](const std::string& line) { script += "; " + line; };
+  add("ip netns add " + switch_name_);
+  add("ip -n " + switch_name_ + " link add br0 type bridge");
+  add("ip -n " + switch_name_ + " link set br0 up");
+  for (int h = 0; h < spec.hosts; ++h) {
+    const std::string& host = names_[h];
+    const std::string port = "port" + std::to_string(h);
+    add("ip netns add " + host);
+    add("ip -n " + host + " link set lo up");
+    add("ip link add veth0 netns " + host + " type veth peer name " + port + " netns " + switch_name_);
+    add("ip -n " + switch_name_ + " link set " + port + " master br0");
+    add("ip -n " + switch_name_ + " link set " + port + " up");
+    add("ip -n " + host + " addr add 10.79.$n." + std::to_string(h + 1) + "/24 dev veth0");
+    add("ip -n " + host + " link set veth0 up");
+    if (!cap.empty()) {
+      add("tc -n " + host + " qdisc add dev veth0" + cap);           // what the host sends
+      add("tc -n " + switch_name_ + " qdisc add dev " + port + cap);  // what it receives
+    }
+  }
+  add("ip link add " + uplink + " type veth peer name uplink netns " + switch_name_);
+  add("ip -n " + switch_name_ + " link set uplink master br0");
+  add("ip -n " + switch_name_ + " link set uplink up");
+  add("ip addr add 10.79.$n.254/24 dev " + uplink);
+  add("ip link set " + uplink + " up");
+  const ShellResult made = shell(path, script);
+  const auto at = made.output.find("subnet=");
+  if (made.status != 0 || at == std::string::npos) {
+    remove();
+    throw Error("could not make the emulated cluster: `" + script + "` failed: " + made.output);
+  }
+  store_host_ = "10.79." + std::to_string(std::atoi(made.output.c_str() + at + 7)) + ".254";
+  log << "giant launch: emulating " << spec.hosts << " host" << (spec.hosts == 1 ? "" : "s") << " of "
+      << spec.ranks_per_host << " rank" << (spec.ranks_per_host == 1 ? "" : "s") << " (namespaces " << prefix_ << "0"
+      << (spec.hosts > 1 ? ".." + std::to_string(spec.hosts - 1) : "") << "), each host's link "
+      << (cap.empty() ? "uncapped" : "capped at " + format_bit_rate(spec.link_bits_per_s) + " each way") << "\n"
+      << std::flush;
+}
+
+EmulatedCluster::~EmulatedCluster() { remove(); }
+
+void EmulatedCluster::remove() {
+  // Deleting a namespace deletes its end of each veth pair, and so the pair,
+  // but the kernel does that later: the uplink in this namespace is deleted
+  // first so that it is gone when the launch ends.
+  std::string script = "ip link del " + uplink_ + " 2>/dev/null";
+  for (const auto& name : names_) script += "; ip netns del " + name + " 2>/dev/null";
+  script += "; ip netns del " + switch_name_ + " 2>/dev/null; true";
+  shell(path_, script);
+}
+
+std::vector<HostSlots> EmulatedCluster::hosts() const {
+  std::vector<HostSlots> hosts;
+  for (const std::string& name : names_) {
+    HostSlots host;
+    host.kind = HostKind::netns;
+    host.netns = name;
+    host.slots = spec_.ranks_per_host;
+    host.label = "netns:" + name;
+    hosts.push_back(host);
+  }
+  return hosts;
+}
+
+}  // namespace giant::launch
