@@ -49,14 +49,16 @@ void print_changed_keys(const Tunables& keys, const std::string& out_dir) {
 // predicts in the run's precision), and the layout checked against the
 // world. An exit status when the config cannot run (every rank fails alike).
 std::optional<int> resolve_measured_choices(train::RunConfig& config, const train::MatrixRates& rates,
-                                            const ccl::BootstrapInfo& launch) {
+                                            const ccl::BootstrapInfo& launch, ccl::Communicator* world) {
   try {
     const std::string precision = train::resolve_precision(config, rates);
     const bool leader_informs = launch.rank == 0 && log_enabled(LogLevel::info);
     if (leader_informs) std::cout << "giant train: " << precision << '\n';
     if (config.parallel.automatic) {
-      const std::string chosen = train::choose_layout(config, launch.world_size);
-      if (leader_informs) std::cout << "giant train: " << chosen << '\n';
+      const std::string chosen = config.parallel.cluster.empty() ? train::measure_and_choose_layout(config, world)
+                                                                 : train::choose_layout(config, launch.world_size);
+      std::istringstream lines(chosen);
+      for (std::string line; leader_informs && std::getline(lines, line);) std::cout << "giant train: " << line << '\n';
     }
     train::check_layout(config, launch.world_size);
   } catch (const std::exception& e) {
@@ -103,7 +105,7 @@ int train_on_ranks(train::RunConfig& config, const std::string& config_toml, con
     }
     const train::MatrixRates rates = train::measure_matrix_rates(
         train::precisions_to_measure(config.train), static_cast<int>(config.train.threads), world.get());
-    if (const auto code = resolve_measured_choices(config, rates, launch)) return *code;
+    if (const auto code = resolve_measured_choices(config, rates, launch, world.get())) return *code;
     train::TrainHooks hooks;
     hooks.stop_signal = &StopSignals::received;
     train::Trainer trainer(config, config_toml, std::cout, isatty(STDOUT_FILENO) != 0, hooks, world, rates);

@@ -17,6 +17,7 @@
 #include "giant/ccl/store.h"
 #include "giant/train/matmul_rate.h"
 #include "giant/train/trainer.h"
+#include "train/support/thread_ranks.h"
 #include "train/support/train_test_support.h"
 
 namespace giant::train {
@@ -24,31 +25,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using test::keys_with;
-
-// Runs body(rank, world) on `hosts.size()` ranks as threads; rank r's host
-// id is hosts[r]. Rethrows the first rank's error.
-template <class Body>
-void on_ranks(const std::vector<std::string>& hosts, Body body) {
-  auto store = std::make_shared<ccl::MemoryStore>();
-  const int size = static_cast<int>(hosts.size());
-  std::vector<std::exception_ptr> errors(hosts.size());
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        ccl::CommConfig config;
-        config.host_id = hosts[rank];
-        body(rank, ccl::Communicator::create(store, rank, size, config, "world"));
-      } catch (...) {
-        errors[rank] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
+using test::on_ranks;
 
 TEST(MatrixRates, RanksOfAHostTakeTurnsAndAllGetTheSlowestFigure) {
   const std::vector<std::string> hosts{"a", "a", "a", "b", "b"};

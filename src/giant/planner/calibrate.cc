@@ -40,11 +40,6 @@ double median_seconds(int repeats, Fn&& fn) {
   return median(times);
 }
 
-struct AllreduceTimes {
-  double small_s = 0;  // latency_bytes
-  double large_s = 0;  // bandwidth_bytes
-};
-
 // `ranks` threads, each with a communicator over one MemoryStore, time
 // allreduces; rank 0's medians are returned (each run ends in a barrier-
 // like allreduce, so every rank sees about the same time).
@@ -72,7 +67,7 @@ AllreduceTimes measure_allreduce(const CalibrationOptions& o, bool distinct_host
         };
         const double small = time_allreduce(o.latency_bytes);
         const double large = time_allreduce(o.bandwidth_bytes);
-        if (rank == 0) result = {small, large};
+        if (rank == 0) result = {o.ranks, o.latency_bytes, small, o.bandwidth_bytes, large};
       } catch (...) {
         errors[static_cast<size_t>(rank)] = std::current_exception();
       }
@@ -84,17 +79,12 @@ AllreduceTimes measure_allreduce(const CalibrationOptions& o, bool distinct_host
   return result;
 }
 
-// Streaming copy of `bytes` (past the caches): bytes read + written per second.
+// Streaming copy of `bytes` (past the caches).
 struct CopyBuffers {
   explicit CopyBuffers(size_t bytes) : a(bytes, 1), b(bytes, 2) {}
   void copy() { std::memcpy(b.data(), a.data(), a.size()); }
   std::vector<char> a, b;
 };
-
-double measure_memory_bandwidth(CopyBuffers& buffers, int repeats) {
-  const double t = median_seconds(repeats, [&] { buffers.copy(); });
-  return 2.0 * buffers.a.size() / t;  // read and write
-}
 
 // A rate measured alone, and the slowest device's while every device of
 // the host works: a synchronous step (dp, tp) goes at the slowest one's pace.
@@ -121,26 +111,32 @@ RatePair alone_and_busy(int devices, int calls, const std::function<double()>& m
   return r;
 }
 
-LinkSpec link_from(const AllreduceTimes& t, const CalibrationOptions& o, Transport transport) {
-  const double n = o.ranks;
+}  // namespace
+
+double measure_memory_bandwidth(int64_t bytes, int repeats) {
+  CopyBuffers buffers(static_cast<size_t>(bytes));
+  const double t = median_seconds(repeats, [&] { buffers.copy(); });
+  return 2.0 * buffers.a.size() / t;  // read and write
+}
+
+LinkSpec link_from_allreduce(const AllreduceTimes& t, Transport transport) {
+  const double n = t.ranks;
   LinkSpec link;
   link.transport = transport;
   // busbw of the large allreduce; the latency that makes the model's
   // allreduce (comm_model.h, ccl's choice) take the small one's time: the
   // model is linear in it, its steps the coefficient.
-  link.bandwidth_bytes_per_s = 2 * (n - 1) / n * o.bandwidth_bytes / t.large_s;
+  link.bandwidth_bytes_per_s = 2 * (n - 1) / n * static_cast<double>(t.large_bytes) / t.large_s;
   GroupLink group;
-  group.size = o.ranks;
+  group.size = t.ranks;
   group.bandwidth_bytes_per_s = link.bandwidth_bytes_per_s;
-  const double bandwidth_part = allreduce_seconds(static_cast<double>(o.latency_bytes), group);
+  const double bandwidth_part = allreduce_seconds(static_cast<double>(t.small_bytes), group);
   group.latency_s = 1;
-  const double steps = allreduce_seconds(static_cast<double>(o.latency_bytes), group) - bandwidth_part;
+  const double steps = allreduce_seconds(static_cast<double>(t.small_bytes), group) - bandwidth_part;
   link.latency_s = std::max(1e-7, (t.small_s - bandwidth_part) / steps);
   link.efficiency = 1.0;  // the bandwidth is already what ccl achieves
   return link;
 }
-
-}  // namespace
 
 GemmFit fit_gemm_curve(const std::vector<GemmSample>& samples) {
   GIANT_CHECK(!samples.empty(), "no GEMM samples to fit");
@@ -331,10 +327,7 @@ ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const Calibr
   }
 
   // Each device streams its own buffers (written before they are timed).
-  auto memory_bandwidth = [&] {
-    CopyBuffers buffers(static_cast<size_t>(o.memory_bytes));
-    return measure_memory_bandwidth(buffers, o.repeats);
-  };
+  auto memory_bandwidth = [&] { return measure_memory_bandwidth(o.memory_bytes, o.repeats); };
   const RatePair memory = alone_and_busy(busy, o.probe_calls, memory_bandwidth);
   c.device.memory_bandwidth_bytes_per_s = memory.busy;
   const double pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -345,11 +338,11 @@ ClusterSpec calibrate_this_machine(const CalibrationProbes& probes, const Calibr
       << "\n";
 
   const AllreduceTimes intra = measure_allreduce(o, false);
-  c.intra_host = link_from(intra, o, Transport::tcp);
+  c.intra_host = link_from_allreduce(intra, Transport::tcp);
   log << "calibrate=ccl_allreduce link=intra_host ranks=" << o.ranks << " busbw_gbytes_per_s="
       << c.intra_host.bandwidth_bytes_per_s / 1e9 << " latency_us=" << c.intra_host.latency_s * 1e6 << "\n";
   const AllreduceTimes inter = measure_allreduce(o, true);
-  c.inter_host = link_from(inter, o, Transport::tcp);
+  c.inter_host = link_from_allreduce(inter, Transport::tcp);
   log << "calibrate=ccl_allreduce link=inter_host ranks=" << o.ranks << " busbw_gbytes_per_s="
       << c.inter_host.bandwidth_bytes_per_s / 1e9 << " latency_us=" << c.inter_host.latency_s * 1e6
       << " (distinct host ids over loopback; network namespaces need root and are not created)\n";

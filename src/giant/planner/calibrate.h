@@ -84,6 +84,24 @@ GemmFit fit_gemm_curve(const std::vector<GemmSample>& samples);
 // float32 C = A B with cache blocking; FLOP/s, median of `repeats`.
 double measure_blocked_matmul_flops(int64_t m, int64_t n, int64_t k, int repeats);
 
+// A streaming copy of `bytes` between two buffers: bytes read + written
+// per second, median of `repeats`.
+double measure_memory_bandwidth(int64_t bytes, int repeats);
+
+// Median times of ccl allreduces of two sizes over `ranks` ranks.
+struct AllreduceTimes {
+  int ranks = 2;
+  int64_t small_bytes = 0;  // a latency-bound size
+  double small_s = 0;
+  int64_t large_bytes = 0;  // a bandwidth-bound size
+  double large_s = 0;
+};
+
+// The link those times show: the large allreduce's busbw, and the latency
+// that makes the planner's allreduce model take the small one's time
+// (efficiency 1: the bandwidth is what ccl achieves).
+LinkSpec link_from_allreduce(const AllreduceTimes& times, Transport transport);
+
 // float32 a = b + s c over `elements`: 12 bytes an element; bytes/s,
 // median of `repeats`.
 double stream_triad_bytes_per_s(int64_t elements, int repeats);

@@ -160,13 +160,17 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
   return result;
 }
 
-Estimate best_layout(const ModelSpec& model, const ClusterSpec& unresolved, const SearchOptions& options) {
+std::vector<Estimate> best_layouts(const ModelSpec& model, const ClusterSpec& unresolved, const SearchOptions& options) {
   const ClusterSpec cluster = unresolved.resolved();
+  const SearchResult result = search_layouts(model, cluster, options);
+  if (result.best.empty()) throw Error(explain_fits_nowhere(model, cluster, result));
+  return result.best;
+}
+
+Estimate best_layout(const ModelSpec& model, const ClusterSpec& cluster, const SearchOptions& options) {
   SearchOptions o = options;
   o.top = 1;
-  const SearchResult result = search_layouts(model, cluster, o);
-  if (result.best.empty()) throw Error(explain_fits_nowhere(model, cluster, result));
-  return result.best.front();
+  return best_layouts(model, cluster, o).front();
 }
 
 }  // namespace giant::planner

@@ -55,5 +55,7 @@ std::vector<Layout> enumerate_layouts(const ModelSpec& model, int devices, const
 // its train.precision and train.grad_dtype). Throws giant::Error with the
 // "fits nowhere" explanation when no layout fits.
 Estimate best_layout(const ModelSpec& model, const ClusterSpec& cluster, const SearchOptions& options = {});
+// The options.top best, fastest first (at least one; the same error as best_layout).
+std::vector<Estimate> best_layouts(const ModelSpec& model, const ClusterSpec& cluster, const SearchOptions& options);
 
 }  // namespace giant::planner

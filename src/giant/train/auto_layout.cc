@@ -1,21 +1,46 @@
 #include "giant/train/auto_layout.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "giant/base/error.h"
+#include "giant/base/synced_files.h"
+#include "giant/ccl/communicator.h"
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/run_precision.h"
 #include "giant/planner/search.h"
 #include "giant/planner/spec_toml.h"
+#include "giant/train/cluster_probe.h"
 #include "giant/train/memory_check.h"
 
 namespace giant::train {
+namespace {
+
+// The candidates ranked, a line each: the predicted step and where its time goes.
+std::string candidates_of(const std::vector<planner::Estimate>& ranked) {
+  std::string lines;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const planner::Estimate& e = ranked[i];
+    const planner::StepBreakdown& t = e.time;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "\nparallel.auto candidate %zu: %s: %.3f s per step (compute %.3f, tp comm %.3f, pp comm %.3f, "
+                  "bubble %.3f, dp comm %.3f, optimizer %.3f)",
+                  i + 1, e.layout.describe().c_str(), t.step_s, t.compute_s, t.tp_comm_s, t.pp_comm_s, t.bubble_s,
+                  t.dp_comm_s, t.optimizer_s);
+    lines += line;
+  }
+  return lines;
+}
+
+}  // namespace
 
 std::string choose_layout(RunConfig& config, int world_size) {
   const std::string& file = config.parallel.cluster;
   if (file.empty()) {
-    throw ConfigError("parallel.cluster", "parallel.auto needs a cluster file: write one with "
-                                          "`giant plan --calibrate --devices N --out cluster.toml`");
+    throw ConfigError("parallel.cluster", "choosing from a file needs parallel.cluster: write one with "
+                                          "`giant plan --calibrate --devices N --out cluster.toml`, or leave it "
+                                          "empty under giant train to have the cluster measured");
   }
   planner::ClusterSpec cluster;
   try {
@@ -28,6 +53,10 @@ std::string choose_layout(RunConfig& config, int world_size) {
                                               " devices but " + std::to_string(world_size) +
                                               " rank(s) were started");
   }
+  return choose_layout_on(config, cluster, file);
+}
+
+std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& cluster, const std::string& source) {
   const planner::ModelSpec model = planner_model(config);
   planner::SearchOptions options;
   options.engine = planner_engine(config);
@@ -36,14 +65,16 @@ std::string choose_layout(RunConfig& config, int world_size) {
   // options.train_runs_only (the default) keeps to layouts this trainer runs.
   // train.precision is concrete here (auto is resolved before the layout is chosen).
   options.precision = planner_precision(config);
-  planner::Estimate best;
+  options.top = 3;
+  std::vector<planner::Estimate> ranked;
   try {
-    best = planner::best_layout(model, cluster, options);
+    ranked = planner::best_layouts(model, cluster, options);
   } catch (const ConfigError&) {
     throw;
   } catch (const Error& e) {
     throw ConfigError("parallel.auto", e.what());
   }
+  const planner::Estimate& best = ranked.front();
   // The planner knows nothing of the trainer's own limits (heads, MLP and
   // vocabulary splitting over tp are checked again by check_layout).
   config.layout = best.layout;  // the stage and recomputation as set (the filter kept them)
@@ -53,10 +84,24 @@ std::string choose_layout(RunConfig& config, int world_size) {
                 "parallel.auto: dp=%d pp=%d tp=%d micro_batch=%d (%s) on %s in %s (predicted %.3f s per step, "
                 "%.1f samples/s)",
                 best.layout.dp, best.layout.pp, best.layout.tp, best.layout.micro_batch,
-                best.layout.describe().c_str(), file.c_str(),
+                best.layout.describe().c_str(), source.c_str(),
                 best.precision.describe().c_str(), best.time.step_s, best.samples_per_s);
   const std::string note = planner::missing_rates_note(cluster.device, best.precision.compute);
-  return note.empty() ? std::string(line) : std::string(line) + "; " + note;
+  return (note.empty() ? std::string(line) : std::string(line) + "; " + note) + candidates_of(ranked);
+}
+
+std::string measure_and_choose_layout(RunConfig& config, ccl::Communicator* world) {
+  ClusterProbeOptions probe;
+  probe.precision = planner_precision(config).compute;
+  probe.threads = static_cast<int>(config.train.threads);
+  const MeasuredCluster measured = measure_cluster(world, probe);
+  const std::string file = (std::filesystem::path(config.train.out_dir) / "cluster.toml").string();
+  if (world == nullptr || world->rank() == 0) {
+    std::filesystem::create_directories(config.train.out_dir);
+    write_synced(file, planner::cluster_to_toml(measured.cluster));
+  }
+  return "parallel.auto: " + measured.summary + "; written to " + file + " (giant plan --cluster reads it)\n" +
+         choose_layout_on(config, measured.cluster, "the measured cluster");
 }
 
 }  // namespace giant::train

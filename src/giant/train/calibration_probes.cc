@@ -14,8 +14,21 @@ namespace giant::train {
 
 namespace {
 
-double median_seconds(const std::function<void()>& fn, int repeats) {
-  fn();  // warm-up: pages, BLAS buffers
+// Seconds per call of fn, after a warm-up (pages, BLAS buffers): the median
+// of `repeats` calls, or with min_seconds > 0 the mean over calls made for
+// at least that long, which spans the scheduler's time slices and so shows
+// the rate a rank keeps while others share its core.
+double seconds_per_call(const std::function<void()>& fn, int repeats, double min_seconds) {
+  fn();
+  if (min_seconds > 0) {
+    Stopwatch watch;
+    int calls = 0;
+    do {
+      fn();
+      ++calls;
+    } while (watch.seconds() < min_seconds);
+    return watch.seconds() / calls;
+  }
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
     Stopwatch watch;
@@ -25,23 +38,25 @@ double median_seconds(const std::function<void()>& fn, int repeats) {
   return median(times);
 }
 
+}  // namespace
+
 // FLOP/s of a linear layer's GEMMs as training runs them, for m rows, k
 // inputs and n outputs: forward y = x W^T, then the input gradient dy W and
 // the weight gradient dy^T x (W stored [n, k] as torch::nn::Linear and Giant's
 // parallel linears keep it): 6 m n k FLOPs. The transposed operands run
 // slower than a plain square product.
-double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int64_t k) {
+double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int64_t k, double min_seconds) {
   torch::NoGradGuard no_grad;
   const auto type = torch::dtype(scalar_type_of(precision));
   const torch::Tensor x = torch::rand({m, k}, type), w = torch::rand({n, k}, type), dy = torch::rand({m, n}, type);
   torch::Tensor y = torch::empty({m, n}, type), dx = torch::empty({m, k}, type), dw = torch::empty({n, k}, type);
-  const double seconds = median_seconds(
+  const double seconds = seconds_per_call(
       [&] {
         torch::mm_out(y, x, w.t());
         torch::mm_out(dx, dy, w);
         torch::mm_out(dw, dy.t(), x);
       },
-      3);
+      3, min_seconds);
   return 6.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) / seconds;
 }
 
@@ -50,7 +65,7 @@ double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int6
 // with its output freshly allocated, as in training: layer norm (in fp32,
 // as the models run it) and softmax over rows, GeLU, a residual add and a transposing copy (the head split).
 // Total bytes over total time, medians of 5 after a warm-up.
-double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_t cols) {
+double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_t cols, double min_seconds) {
   torch::NoGradGuard no_grad;
   const auto type = torch::dtype(scalar_type_of(precision));
   const torch::Tensor x = torch::rand({rows, cols}, type), y = torch::rand({rows, cols}, type);
@@ -70,12 +85,10 @@ double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_
   double bytes = 0, seconds = 0;
   for (const auto& kernel : kernels) {
     bytes += kernel.bytes;
-    seconds += median_seconds([&] { kernel.run(); }, 5);
+    seconds += seconds_per_call([&] { kernel.run(); }, 5, min_seconds);
   }
   return bytes / seconds;
 }
-
-}  // namespace
 
 planner::CalibrationProbes libtorch_calibration_probes() {
   planner::CalibrationProbes probes;

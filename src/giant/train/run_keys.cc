@@ -86,9 +86,10 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
   keys.push_back(text("parallel.partition", in_parallel(&P::partition), Empty::allowed,
                       "how layers are cut into pipeline stages: uniform, parameters, type:REGEX or manual:N0,N1,..."));
   keys.push_back(boolean("parallel.auto", in_parallel(&P::automatic),
-                         "let the planner choose dp, tp and the micro-batch for the ranks started"));
+                         "let the planner choose dp, tp, pp, the schedule and the micro-batch for the ranks started"));
   keys.push_back(text("parallel.cluster", in_parallel(&P::cluster), Empty::allowed,
-                      "cluster file for parallel.auto (from giant plan --calibrate)"));
+                      "cluster file for parallel.auto (from giant plan --calibrate; empty: the cluster is measured at start-up "
+                      "and written to <train.out_dir>/cluster.toml)"));
   keys.push_back(real("parallel.bucket_mb", in_parallel(&P::bucket_mb), positive(),
                       "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)"));
   keys.push_back(integer("parallel.zero", in_layout(&Layout::zero), one_of_range(0, kMaxZeroStage),
@@ -113,6 +114,7 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
 }
 
 void check_batch_split(RunConfig& c) {
+  if (c.parallel.automatic) return;  // the planner chooses dp and the micro-batch (parallel keys come first)
   const Layout& l = c.layout;
   if (c.train.global_batch % (int64_t{l.dp} * l.micro_batch) != 0) {
     throw ConfigError("train.global_batch",

@@ -1,0 +1,56 @@
+// parallel.auto with no cluster file on an emulated cluster (giant launch
+// --emulate 2x2, each host's link capped at 100 Mbit/s, as root like CI):
+// giant train measures the cluster within its budget, writes it where
+// `giant plan --cluster` reads it, and picks a layout whose tensor-parallel
+// groups stay inside a host.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <regex>
+#include <string>
+
+#include "giant/planner/spec_toml.h"
+#include "train/support/launch_support.h"
+#include "train/support/train_test_support.h"
+
+namespace giant::train {
+namespace {
+
+const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
+
+TEST(AutoCluster, TheMeasuredClusterKeepsTensorParallelGroupsInsideAHost) {
+  ASSERT_EQ(::geteuid(), 0u) << "giant launch --emulate needs root (CI runs as root)";
+  const test::TempDir dir("giant-auto-cluster");
+  const std::string out = dir.path() + "/out";
+  const std::string args =
+      "--set parallel.auto=true --set model.layers=4 --set model.hidden=128 --set model.heads=4 "
+      "--set model.seq_len=64 --set train.global_batch=8 --set train.steps=2 --set train.threads=1 "
+      "--set train.precision=fp32 --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0 "
+      "--set ccl.timeout=60s --set data.path=\\\"" + kData + "\\\" --set train.out_dir=\\\"" + out + "\\\"";
+  const std::string log = dir.path() + "/train.log";
+  const int status = test::run_train(args, log, test::giant_binary() + " launch --emulate 2x2 --link-rate 100mbit -- ");
+  const std::string text = test::read_file(log);
+  ASSERT_EQ(status, 0) << text;
+
+  std::smatch measured;
+  ASSERT_TRUE(std::regex_search(text, measured, std::regex(R"(measured the cluster in ([0-9.]+) s: 2 host\(s\) x 2 rank\(s\))")))
+      << text;
+  EXPECT_LE(std::stod(measured[1]), 20.0) << "the probes' budget is 20 s";
+  std::smatch chosen;
+  ASSERT_TRUE(std::regex_search(text, chosen, std::regex(R"(parallel.auto: dp=(\d+) pp=(\d+) tp=(\d+))"))) << text;
+  // Ranks are numbered host by host and tp is the fastest axis: groups of
+  // at most a host's 2 ranks are inside a host.
+  EXPECT_LE(std::stoi(chosen[3]), 2) << chosen[0];
+  EXPECT_NE(text.find("giant train: done: 2 steps"), std::string::npos) << text;
+
+  const planner::ClusterSpec cluster = planner::load_cluster_toml(out + "/cluster.toml");
+  EXPECT_EQ(cluster.hosts, 2);
+  EXPECT_EQ(cluster.devices_per_host, 2);
+  // 100 Mbit/s each way is 12.5 MB/s: no allreduce between hosts beats it.
+  EXPECT_LT(cluster.inter_host.bandwidth_bytes_per_s, 12.5e6 * 1.05);
+  EXPECT_GT(cluster.intra_host.bandwidth_bytes_per_s, 10 * cluster.inter_host.bandwidth_bytes_per_s);
+}
+
+}  // namespace
+}  // namespace giant::train
