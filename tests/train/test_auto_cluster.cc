@@ -5,8 +5,10 @@
 // groups stay inside a host.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <regex>
 #include <string>
 
@@ -50,6 +52,26 @@ TEST(AutoCluster, TheMeasuredClusterKeepsTensorParallelGroupsInsideAHost) {
   // 100 Mbit/s each way is 12.5 MB/s: no allreduce between hosts beats it.
   EXPECT_LT(cluster.inter_host.bandwidth_bytes_per_s, 12.5e6 * 1.05);
   EXPECT_GT(cluster.intra_host.bandwidth_bytes_per_s, 10 * cluster.inter_host.bandwidth_bytes_per_s);
+}
+
+// giant plan --calibrate under the launcher measures the same way, and its
+// file is one giant plan reads.
+TEST(AutoCluster, PlanCalibrateUnderALauncherMeasuresTheLaunchedCluster) {
+  ASSERT_EQ(::geteuid(), 0u) << "giant launch --emulate needs root (CI runs as root)";
+  const test::TempDir dir("giant-plan-calibrate");
+  const std::string file = dir.path() + "/cluster.toml", log = dir.path() + "/plan.log";
+  const std::string command = test::giant_binary() + " launch --emulate 2x1 --link-rate 200mbit -- " +
+                              test::giant_binary() + " plan --calibrate --out " + file + " > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  const std::string text = test::read_file(log);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("[rank 0] giant plan: measured the cluster in "), std::string::npos) << text;
+  const planner::ClusterSpec cluster = planner::load_cluster_toml(file);
+  EXPECT_EQ(cluster.hosts, 2);
+  EXPECT_EQ(cluster.devices_per_host, 1);
+  EXPECT_LT(cluster.inter_host.bandwidth_bytes_per_s, 25e6 * 1.05);  // 200 Mbit/s
+  const int plan = std::system((test::giant_binary() + " plan --model gpt-125m --cluster " + file + " > " + log + " 2>&1").c_str());
+  EXPECT_TRUE(WIFEXITED(plan) && WEXITSTATUS(plan) == 0) << test::read_file(log);
 }
 
 }  // namespace

@@ -76,20 +76,30 @@ int run_calibrate(const PlanArgs& a, std::ostream& out, const CalibrationProbes&
   std::ostringstream log;
   const ClusterSpec cluster = calibrate_this_machine(probes, options, log);
   out << log.str();
-  const std::string toml = "# written by giant plan --calibrate: rates of one device while all " +
-                           std::to_string(cluster.devices_per_host) +
-                           " devices of the host work (plan one process alone with --devices 1)\n" +
-                           cluster_to_toml(cluster);
-  if (a.out_file.empty()) {
+  return write_cluster_file(cluster,
+                            "written by giant plan --calibrate: rates of one device while all " +
+                                std::to_string(cluster.devices_per_host) +
+                                " devices of the host work (plan one process alone with --devices 1)",
+                            a.out_file, out);
+}
+
+}  // namespace
+
+int write_cluster_file(const ClusterSpec& cluster, const std::string& comment, const std::string& out_file,
+                       std::ostream& out) {
+  const std::string toml = "# " + comment + "\n" + cluster_to_toml(cluster);
+  if (out_file.empty()) {
     out << toml;
     return 0;
   }
-  std::ofstream file(a.out_file);
-  if (!file) throw ConfigError("--out", "cannot write '" + a.out_file + "'");
+  std::ofstream file(out_file);
+  if (!file) throw ConfigError("--out", "cannot write '" + out_file + "'");
   file << toml;
-  out << "wrote " << a.out_file << "\n";
+  out << "wrote " << out_file << "\n";
   return 0;
 }
+
+namespace {
 
 Precision precision_flag(const std::string& flag, const std::string& value) {
   if (const auto p = parse_precision(value)) return *p;
@@ -192,7 +202,7 @@ void add_plan_flags(CLI::App& app, PlanArgs& a) {
   app.add_flag("--show-schedule", a.show_schedule,
                "print the chosen plan's pipeline schedule as a time x rank grid (one line per rank)");
   app.add_flag("--compare-baselines", a.compare_baselines, "the chosen plan beside Megatron tp=4 pp=4 and ZeRO-3 (giant's and DeepSpeed's), on TCP and RDMA");
-  app.add_flag("--calibrate", a.calibrate, "measure this machine and write a cluster file");
+  app.add_flag("--calibrate", a.calibrate, "measure this machine and write a cluster file (under giant launch: the cluster of the ranks started)");
   app.add_option("--out", a.out_file, "with --calibrate: the cluster file to write (default: standard output)");
   app.add_option("--devices", a.devices, "with --calibrate: devices (ranks) per host (default: cores)")->check(at_least_one());
   app.add_option("--max-micro-batch", a.max_micro_batch, "largest micro-batch searched (default 64)")->check(at_least_one());
