@@ -157,9 +157,11 @@ TEST(MemoryFormulas, ZeroThreeUnderAPipelineWithoutRegathering) {
 TEST(MemoryFormulas, StagesWithTheEmbeddingsShare) {
   ModelSpec m = small_model();
   m.layers = 70;  // BLOOM's 70 blocks on 12 stages: 72 units of 6
-  EXPECT_TRUE(stage_blocks_divide(m, 12, 1));
-  EXPECT_FALSE(stage_blocks_divide(m, 12, 2));
-  EXPECT_FALSE(stage_blocks_divide(m, 11, 1));
+  EXPECT_TRUE(stages_can_cut(m, 12, 1));
+  EXPECT_FALSE(stages_can_cut(m, 12, 2));  // interleaved chunks are even
+  EXPECT_TRUE(stages_can_cut(m, 11, 1));   // uneven, as the trainer cuts
+  EXPECT_TRUE(stages_can_cut(m, 70, 1));
+  EXPECT_FALSE(stages_can_cut(m, 71, 1));  // a stage without a block
   int64_t total = 0;
   for (int s = 0; s < 12; ++s) {
     EXPECT_EQ(stage_blocks(m, 12, s), s == 0 || s == 11 ? 5 : 6) << s;
@@ -177,7 +179,18 @@ TEST(MemoryFormulas, StagesWithTheEmbeddingsShare) {
   EXPECT_TRUE(why_invalid(l, m, 12).empty()) << why_invalid(l, m, 12);
   l.pp = 11;
   m.global_batch = 11;
-  EXPECT_NE(why_invalid(l, m, 11).find("layers + 2"), std::string::npos);
+  EXPECT_TRUE(why_invalid(l, m, 11).empty()) << why_invalid(l, m, 11);
+  l.pp = 71;
+  m.global_batch = 71;
+  EXPECT_NE(why_invalid(l, m, 71).find("pp=71 is more than layers=70"), std::string::npos) << why_invalid(l, m, 71);
+  l.pp = 12;
+  l.virtual_stages = 2;
+  l.schedule = Schedule::interleaved;
+  m.global_batch = 24;
+  EXPECT_NE(why_invalid(l, m, 12).find("does not divide layers=70 (interleaved chunks are even)"),
+            std::string::npos);
+  l.virtual_stages = 1;
+  l.schedule = Schedule::one_f_one_b;
   m.global_batch = 12;
   // The second stage holds a block more than the first and one micro-batch fewer.
   l.pp = 12;

@@ -39,14 +39,15 @@ double in_flight_micro_batches(const Layout& l, int64_t m, int stage) {
   return p;
 }
 
-bool stage_blocks_divide(const ModelSpec& m, int pp, int v) {
-  if (m.layers % (int64_t{pp} * v) == 0) return true;
-  return v == 1 && pp > 2 && (m.layers + 2) % pp == 0;
+bool stages_can_cut(const ModelSpec& m, int pp, int v) {
+  if (pp < 1 || v < 1) return false;
+  if (v == 1) return pp <= m.layers;
+  return m.layers % (int64_t{pp} * v) == 0;
 }
 
 int64_t stage_blocks(const ModelSpec& m, int pp, int stage) {
   if (m.layers % pp == 0) return m.layers / pp;
-  if (stage_blocks_divide(m, pp, 1)) {
+  if (pp > 2 && (m.layers + 2) % pp == 0) {
     const int64_t units = (m.layers + 2) / pp;  // the embedding and the head take one unit each
     return stage == 0 || stage == pp - 1 ? units - 1 : units;
   }

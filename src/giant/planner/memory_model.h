@@ -55,12 +55,15 @@ struct ZeroEngine {
 // layers / pp when it divides; else, when layers + 2 divides, the embedding
 // and the head each count as one block (Megatron-DeepSpeed's
 // type:transformer|embedding partition, as the published 176B run used):
-// the first and last stage hold one block fewer; else (the trainer's
-// uniform partition, which the search does not produce) the first
-// layers % pp stages one block more.
+// the first and last stage hold one block fewer; else the first
+// layers % pp stages one block more (the trainer's uniform partition; its
+// default, by parameters, has the same largest stage on GPT's blocks).
 int64_t stage_blocks(const ModelSpec& model, int pp, int stage);
-// Whether stage_blocks can cut the model into pp stages (v chunks each: v > 1 needs pp x v to divide the layers).
-bool stage_blocks_divide(const ModelSpec& model, int pp, int virtual_stages);
+// Whether the model can be cut into pp stages of v chunks each, as the
+// trainer cuts it: one chunk each (v = 1), any pp up to the layers, the
+// stages as stage_blocks says; interleaved chunks (v > 1) even, so pp x v
+// divides the layers.
+bool stages_can_cut(const ModelSpec& model, int pp, int virtual_stages);
 
 // ZeRO-3's gathered (compute-copy) weights a device holds at once, tp-split:
 // the running layer and zero3_prefetch layers ahead, or the stage's whole

@@ -15,9 +15,11 @@ std::string why_invalid(const Layout& l, const ModelSpec& m, int devices) {
     why << "tp x pp x dp = " << dp * tp * pp << " but the cluster has " << devices << " devices";
   else if (m.heads % tp != 0) why << "tp=" << tp << " does not divide heads=" << m.heads;
   else if (m.ffn_size() % tp != 0) why << "tp=" << tp << " does not divide ffn=" << m.ffn_size();
-  else if (!stage_blocks_divide(m, pp, virtual_stages))
-    why << "pp x v = " << pp * virtual_stages << " does not divide layers=" << m.layers
-        << (virtual_stages == 1 ? " (nor layers + 2, the embedding and the head counting as one each)" : "");
+  else if (!stages_can_cut(m, pp, virtual_stages)) {
+    if (virtual_stages == 1) why << "pp=" << pp << " is more than layers=" << m.layers;
+    else why << "pp x v = " << pp * virtual_stages << " does not divide layers=" << m.layers
+             << " (interleaved chunks are even)";
+  }
   else if (m.global_batch % (int64_t{dp} * micro_batch) != 0)
     why << "dp x mb = " << dp * micro_batch << " does not divide global_batch=" << m.global_batch;
   else if (zero < 0 || zero > kMaxZeroStage) why << "zero must be 0..3";

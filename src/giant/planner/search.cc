@@ -48,7 +48,7 @@ void for_each_layout(const ModelSpec& m, int devices, const SearchOptions& o, Fn
       base.tp = tp;
       base.pp = pp;
       base.dp = dp;
-      if (m.heads % tp != 0 || m.ffn_size() % tp != 0 || !stage_blocks_divide(m, pp, 1) || m.global_batch % dp != 0)
+      if (m.heads % tp != 0 || m.ffn_size() % tp != 0 || !stages_can_cut(m, pp, 1) || m.global_batch % dp != 0)
         continue;
       for (int mb : divisors(m.global_batch / dp, o.max_micro_batch)) {
         base.micro_batch = mb;
