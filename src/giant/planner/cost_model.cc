@@ -125,7 +125,8 @@ StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Layout& l
       t.zero3_exposed_per_micro += std::max(0.0, f + b - (compute_f + tp_f + compute_b + tp_b));
     }
   }
-  const double transfer_bytes = activation_bytes / (l.tp > 1 ? l.tp : 1);  // scattered over the tp ranks
+  const bool scattered = engine.pipeline_sends_split_over_tp && l.tp > 1;
+  const double transfer_bytes = activation_bytes / (scattered ? l.tp : 1);
   t.costs.transfer_s = point_to_point_seconds(transfer_bytes, group_link(c, l, Axis::pp));
   return t;
 }

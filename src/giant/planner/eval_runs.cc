@@ -250,11 +250,13 @@ PublishedRun published_run(const RunsTable& t, size_t r) {
   run.cluster = published_cluster(row);
   run.layout = published_layout(row);
   run.full_recompute = *run.layout.recompute == Recompute::full;
+  run.engine.pipeline_sends_split_over_tp = true;  // published rows ran Megatron's pipelines unless marked giant
   if (std::find(t.header.begin(), t.header.end(), "engine") != t.header.end()) {
     const std::string& engine = row.cell("engine");
     if (engine != "" && engine != "giant" && engine != "deepspeed")
       throw ConfigError(row.where() + " engine", "expected deepspeed, giant or empty, got '" + engine + "'");
     run.engine.deepspeed = engine == "deepspeed";
+    run.engine.pipeline_sends_split_over_tp = engine != "giant";  // Megatron's and DeepSpeed's pipelines
   }
   run.iter_s = row.number("iter_s");
   run.tflops_per_gpu = row.number("tflops_per_gpu");

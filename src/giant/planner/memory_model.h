@@ -35,6 +35,11 @@ struct ZeroEngine {
   // kept across its micro-batches, with its gradients accumulated in full
   // and reduce-scattered after the last one (false; only matters with pp).
   bool zero3_regather = true;
+  // Megatron's scatter-gather of pipeline sends: each of a stage's tp ranks
+  // sends 1/tp of the activation and the next stage allgathers it (the
+  // published Megatron and DeepSpeed runs). Giant's pipeline sends the whole
+  // activation from every tp rank (false).
+  bool pipeline_sends_split_over_tp = false;
   // DeepSpeed's ZeRO-3 as it is known to behave (docs/reference/formats.md,
   // "ZeRO-3 as the anchors run it"; its defaults): one
   // collective per parameter tensor, not per layer; prefetch by elements

@@ -28,6 +28,9 @@ class Simulator {
     const size_t slots = static_cast<size_t>(stages_) * static_cast<size_t>(shape_.micro_batches);
     forward_end_.assign(slots, kNotYet);
     backward_end_.assign(slots, kNotYet);
+    forward_arrival_.assign(slots, kNotYet);
+    backward_arrival_.assign(slots, kNotYet);
+    link_free_at_.assign(static_cast<size_t>(shape_.pp) * static_cast<size_t>(shape_.pp), 0);
     next_.assign(static_cast<size_t>(shape_.pp), 0);
     free_at_.assign(static_cast<size_t>(shape_.pp), 0);
     queued_.assign(static_cast<size_t>(shape_.pp), true);
@@ -55,19 +58,27 @@ class Simulator {
  private:
   size_t slot(const Action& a) const { return static_cast<size_t>(a.stage) * shape_.micro_batches + a.micro_batch; }
 
-  // When a neighbouring stage's output that was ready at `end` is here.
-  double arrival(double end) const { return end == kNotYet ? kNotYet : end + neighbour_transfer_s_; }
+  // When an output that was ready at `end` on rank `from` is at rank `to`:
+  // transfers between two ranks go one after another in each direction
+  // (one link; a transfer longer than the compute between two sends makes
+  // the next wait), each transfer_s long.
+  double send(int from, int to, double end) {
+    if (from == to || neighbour_transfer_s_ <= 0) return end;
+    double& free_at = link_free_at_[static_cast<size_t>(from) * shape_.pp + to];
+    free_at = std::max(end, free_at) + neighbour_transfer_s_;
+    return free_at;
+  }
 
   // When a compute's inputs are there, kNotYet while one is not.
   double inputs_ready(const Action& a) const {
     const size_t self = slot(a);
     const auto m = static_cast<size_t>(shape_.micro_batches);
     switch (a.kind) {
-      case ActionKind::forward: return a.stage == 0 ? 0 : arrival(forward_end_[self - m]);
+      case ActionKind::forward: return a.stage == 0 ? 0 : forward_arrival_[self - m];
       case ActionKind::backward: {
         const double own = forward_end_[self];
         if (own == kNotYet || a.stage == stages_ - 1) return own;
-        const double after = arrival(backward_end_[self + m]);
+        const double after = backward_arrival_[self + m];
         return after == kNotYet ? kNotYet : std::max(own, after);
       }
       default: return backward_end_[self];
@@ -137,6 +148,8 @@ class Simulator {
     }
     if (consumer < 0) return;  // a weight gradient feeds no other action
     const int rank = rank_of_stage_[consumer];
+    const double arrival = send(rank_of_stage_[a.stage], rank, end);
+    (a.kind == ActionKind::forward ? forward_arrival_ : backward_arrival_)[self] = arrival;
     if (!queued_[rank]) {
       queued_[rank] = true;
       ready.push_back(rank);
@@ -183,6 +196,9 @@ class Simulator {
   const double neighbour_transfer_s_;
   std::vector<int> rank_of_stage_;  // [stage]
   std::vector<double> forward_end_, backward_end_;  // [stage * m + micro]
+  // When each output is at the rank of its consumer (the next or previous stage).
+  std::vector<double> forward_arrival_, backward_arrival_;  // [stage * m + micro]
+  std::vector<double> link_free_at_;                        // [from rank * p + to rank]
   std::vector<size_t> next_;                                     // [rank] its next action
   std::vector<double> free_at_;                                  // [rank] when its last compute ends
   std::vector<bool> queued_;                                     // [rank] in the ready list

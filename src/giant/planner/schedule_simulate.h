@@ -41,7 +41,8 @@ struct SimulationResult {
 
 // Runs every rank's lowered list: a compute starts when the rank is free and
 // its input has arrived (transfer_s after the producer's compute ended when
-// the producer is on another rank, its end on the same rank; a backward
+// the producer is on another rank, its end on the same rank; transfers
+// between two ranks queue, one at a time in each direction; a backward
 // also after its own forward, a weight gradient after its backward); sends
 // and receives take no rank time, so the compute lists alone (before
 // lowering) run to the same times. Costs need one entry per stage
