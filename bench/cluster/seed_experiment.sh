@@ -21,7 +21,7 @@
 # over repetitions of a run's median step. Beside each: the planner's
 # prediction on the cluster the auto run measured at that rate.
 #
-# usage: bench/cluster/seed_experiment.sh [BUILD_DIR] [--quick] [--reps 3] [--steps 4]
+# usage: bench/cluster/seed_experiment.sh [BUILD_DIR] [--quick] [--reps 3] [--steps 4 (quick: 3)]
 #            [--topologies "2x2 4x1"] [--out DIR]
 #   --quick: 2 layers x hidden 256, global batch 32, 2x2 only, 3 steps a run
 # Output: one line per run, then the table (text) and DIR/seed_experiment.json.
@@ -32,8 +32,7 @@ bench_script=seed_experiment.sh
 build_dir=build
 quick=false
 reps=3
-steps=4
-quick_steps=3
+steps=
 topologies="2x2 4x1"
 out=
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
@@ -50,7 +49,6 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $(id -u) == 0 ]] || { echo "$bench_script: needs root (giant launch --emulate makes network namespaces)" >&2; exit 2; }
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "$bench_script: --reps must be a positive integer" >&2; exit 2; }
-[[ $steps =~ ^[0-9]+$ ]] && (( steps >= 2 )) || { echo "$bench_script: --steps must be at least 2" >&2; exit 2; }
 giant=$build_dir/bin/giant
 [[ -x $giant ]] || { echo "$bench_script: no $giant (build the target giant)" >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -61,10 +59,12 @@ mkdir -p "$out"
 if $quick; then
   layers=2 hidden=256 heads=2 global_batch=32
   topologies=2x2
-  steps=$quick_steps
+  steps=${steps:-3}
 else
   layers=4 hidden=256 heads=2 global_batch=192
+  steps=${steps:-4}
 fi
+[[ $steps =~ ^[0-9]+$ ]] && (( steps >= 2 )) || { echo "$bench_script: --steps must be at least 2" >&2; exit 2; }
 model=(--set model.layers=$layers --set model.hidden=$hidden --set model.heads=$heads --set model.seq_len=256
        --set model.vocab=256 --set train.global_batch=$global_batch --set train.threads=1 --set train.steps=$steps
        --set train.precision=\"fp32\" --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0
