@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,7 +157,13 @@ TEST(Emulate, BadFlagsExitWithStatus2NamingTheFlag) {
 TEST(Emulate, WithoutRootExitsWithStatus2SayingWhatItNeeds) {
   ASSERT_EQ(::geteuid(), 0u) << "this test drops root to check the refusal (CI runs as root)";
   ASSERT_EQ(shell("command -v setpriv > /dev/null"), 0) << "needs util-linux's setpriv";
-  LaunchProcess launch("/usr/bin/setpriv", concat({"--reuid=65534", "--regid=65534", "--clear-groups", kCli,
+  // A copy the unprivileged user can run wherever the build tree is (a
+  // checkout under /root is not reachable for it).
+  char pattern[] = "/tmp/giant-emulate-nonroot-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  const std::string cli = dir + "/giant_launch_cli";
+  ASSERT_EQ(shell("cp '" + std::string(kCli) + "' '" + cli + "' && chmod 0755 '" + dir + "' '" + cli + "'"), 0);
+  LaunchProcess launch("/usr/bin/setpriv", concat({"--reuid=65534", "--regid=65534", "--clear-groups", cli,
                                                    "--emulate", "2x1", "--"},
                                                   {"true"}));
   auto status = launch.wait(20);
@@ -164,6 +171,7 @@ TEST(Emulate, WithoutRootExitsWithStatus2SayingWhatItNeeds) {
   EXPECT_NE(launch.err().find("'--emulate': --emulate needs root to create network namespaces (running as uid 65534)"),
             std::string::npos)
       << launch.err();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
