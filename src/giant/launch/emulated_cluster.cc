@@ -19,8 +19,6 @@ namespace {
 constexpr const char* kPrefix = "giant-emu-";
 constexpr int kMaxHosts = 64;
 constexpr int kMaxRanksPerHost = 256;
-// `ip` and `tc` usually live in an sbin directory, often missing from PATH.
-constexpr const char* kSbinPath = "/usr/local/sbin:/usr/sbin:/sbin";
 // Clusters made at once (two launches, ctest -j) each take a 10.79.N.0/24
 // no interface here has, choosing and taking it under this lock.
 constexpr const char* kSubnetLock = "/run/giant-emulate.lock";
@@ -63,8 +61,6 @@ std::string token_bucket(double bits_per_s) {
 
 }  // namespace
 
-const char* emulated_namespace_prefix() { return kPrefix; }
-
 EmulatedClusterSpec parse_emulate(const std::string& text) {
   const auto x = text.find_first_of("xX");
   if (x == std::string::npos) {
@@ -97,7 +93,6 @@ EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::str
   switch_name_ = prefix_ + "switch";
   for (int h = 0; h < spec.hosts; ++h) names_.push_back(prefix_ + std::to_string(h));
   uplink_ = "gemu" + std::to_string(::getpid());  // this namespace's end: at most 15 characters
-  const std::string& uplink = uplink_;
   const std::string cap = spec.link_bits_per_s > 0 ? token_bucket(spec.link_bits_per_s) : "";
 
   std::string script = "set -e; exec 9>" + std::string(kSubnetLock) + "; flock 9; n=1; " +
@@ -122,11 +117,11 @@ EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::str
       add("tc -n " + switch_name_ + " qdisc add dev " + port + cap);  // what it receives
     }
   }
-  add("ip link add " + uplink + " type veth peer name uplink netns " + switch_name_);
+  add("ip link add " + uplink_ + " type veth peer name uplink netns " + switch_name_);
   add("ip -n " + switch_name_ + " link set uplink master br0");
   add("ip -n " + switch_name_ + " link set uplink up");
-  add("ip addr add 10.79.$n.254/24 dev " + uplink);
-  add("ip link set " + uplink + " up");
+  add("ip addr add 10.79.$n.254/24 dev " + uplink_);
+  add("ip link set " + uplink_ + " up");
   const ShellResult made = shell(path, script);
   const auto at = made.output.find("subnet=");
   if (made.status != 0 || at == std::string::npos) {

@@ -50,8 +50,6 @@ class EmulatedCluster {
   std::vector<HostSlots> hosts() const;
   // This namespace's address on the bridge: the store's, which every host reaches.
   const std::string& store_host() const { return store_host_; }
-  // The namespace of host h.
-  const std::string& namespace_of(int host) const { return names_.at(static_cast<size_t>(host)); }
 
  private:
   void remove();
@@ -64,8 +62,5 @@ class EmulatedCluster {
   std::string uplink_;  // the bridge's link to this namespace
   std::string store_host_;
 };
-
-// The prefix of every emulated cluster's namespaces ("giant-emu-").
-const char* emulated_namespace_prefix();
 
 }  // namespace giant::launch

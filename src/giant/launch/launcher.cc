@@ -19,8 +19,6 @@ namespace giant::launch {
 namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
-// `ip` usually lives in an sbin directory, often missing from a user's PATH.
-constexpr const char* kSbinPath = "/usr/local/sbin:/usr/sbin:/sbin";
 
 struct StoreEndpoint {
   std::string bind_host = "127.0.0.1";

@@ -52,6 +52,9 @@ SpawnedRank spawn_rank(const SpawnRequest& request);
 // first executable file called name in the directories of path_variable
 // (empty if there is none).
 std::string find_executable(const std::string& name, const std::string& path_variable);
+// Where system tools such as iproute2's `ip` and `tc` usually live: sbin
+// directories, often missing from a user's PATH (append it to one).
+inline constexpr const char* kSbinPath = "/usr/local/sbin:/usr/sbin:/sbin";
 
 // "exited with code 3", "was killed by signal 9 (SIGKILL)".
 std::string describe_wait_status(int status);

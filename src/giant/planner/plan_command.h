@@ -40,14 +40,14 @@ struct PlanArgs {
 // Adds every flag of `giant plan` to app, bound to args.
 void add_plan_flags(CLI::App& app, PlanArgs& args);
 
-// Runs the command. Returns 0 for a plan (or the table, file or list asked
-// for), 1 when nothing fits or no row of --eval-csv could be evaluated;
 // Writes `cluster` as a cluster file, headed by `comment`, to out_file (a
 // "wrote" line on out), or to out when out_file is empty; ConfigError
 // ("--out") when the file cannot be written. Returns 0.
 int write_cluster_file(const ClusterSpec& cluster, const std::string& comment, const std::string& out_file,
                        std::ostream& out);
 
+// Runs the command. Returns 0 for a plan (or the table, file or list asked
+// for), 1 when nothing fits or no row of --eval-csv could be evaluated;
 // throws ConfigError for bad input (a flag, a spec, a file).
 // probes: the measurements --calibrate makes (apps/giant passes ones built
 // on libtorch).

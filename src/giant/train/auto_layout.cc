@@ -2,11 +2,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "giant/base/error.h"
 #include "giant/base/synced_files.h"
 #include "giant/ccl/communicator.h"
 #include "giant/planner/cluster_spec.h"
+#include "giant/planner/plan_report.h"
 #include "giant/planner/run_precision.h"
 #include "giant/planner/search.h"
 #include "giant/planner/spec_toml.h"
@@ -14,26 +16,6 @@
 #include "giant/train/memory_check.h"
 
 namespace giant::train {
-namespace {
-
-// The candidates ranked, a line each: the predicted step and where its time goes.
-std::string candidates_of(const std::vector<planner::Estimate>& ranked) {
-  std::string lines;
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    const planner::Estimate& e = ranked[i];
-    const planner::StepBreakdown& t = e.time;
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "\nparallel.auto candidate %zu: %s: %.3f s per step (compute %.3f, tp comm %.3f, pp comm %.3f, "
-                  "bubble %.3f, dp comm %.3f, optimizer %.3f)",
-                  i + 1, e.layout.describe().c_str(), t.step_s, t.compute_s, t.tp_comm_s, t.pp_comm_s, t.bubble_s,
-                  t.dp_comm_s, t.optimizer_s);
-    lines += line;
-  }
-  return lines;
-}
-
-}  // namespace
 
 std::string choose_layout(RunConfig& config, int world_size) {
   const std::string& file = config.parallel.cluster;
@@ -87,7 +69,10 @@ std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& clus
                 best.layout.describe().c_str(), source.c_str(),
                 best.precision.describe().c_str(), best.time.step_s, best.samples_per_s);
   const std::string note = planner::missing_rates_note(cluster.device, best.precision.compute);
-  return (note.empty() ? std::string(line) : std::string(line) + "; " + note) + candidates_of(ranked);
+  // The best candidates as `giant plan` shows them: the step and where its time goes.
+  std::ostringstream candidates;
+  planner::print_plan_table(ranked, candidates);
+  return (note.empty() ? std::string(line) : std::string(line) + "; " + note) + "\n" + candidates.str();
 }
 
 std::string measure_and_choose_layout(RunConfig& config, ccl::Communicator* world) {

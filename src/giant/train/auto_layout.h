@@ -20,7 +20,8 @@ namespace giant::train {
 
 // Sets config.layout to the choice, clears
 // parallel.automatic, and returns one line saying what was chosen, in which
-// precision, and why (with a note when the file has no rates for it).
+// precision, and why (with a note when the file has no rates for it),
+// followed by the best three candidates as `giant plan` tabulates them.
 // ConfigError naming the key when it cannot (no cluster file, a cluster of
 // another size, no layout that fits).
 std::string choose_layout(RunConfig& config, int world_size);
@@ -28,7 +29,7 @@ std::string choose_layout(RunConfig& config, int world_size);
 // parallel.auto without parallel.cluster: measures the cluster the ranks run
 // on (collective over world; null: this process alone), writes it to
 // <train.out_dir>/cluster.toml (rank 0) and chooses on it. Returns the
-// measurement's line and the choice's.
+// measurement's line and the choice's lines.
 std::string measure_and_choose_layout(RunConfig& config, ccl::Communicator* world);
 
 // The same on a cluster given (measured), named `source` in the line.

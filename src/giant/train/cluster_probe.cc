@@ -33,12 +33,15 @@ constexpr double kMostSecondsPerLink = 2.0;
 // rank sharing its core with others measures its share, not a lucky slice.
 constexpr double kSustainedSeconds = 0.1;
 
-// Agrees one value over comm (every rank gets the largest).
-double agreed_max(ccl::Communicator& comm, double value) {
-  at::Tensor t = torch::tensor({value}, torch::kDouble);
-  parallel::allreduce_(t, comm, ccl::ReduceOp::max);
-  return t.item<double>();
+// Agrees values over comm in one allreduce: every rank gets, for each, the
+// smallest or the largest (op) any rank has.
+std::vector<double> agreed(ccl::Communicator& comm, const std::vector<double>& values, ccl::ReduceOp op) {
+  at::Tensor t = torch::tensor(values, torch::kDouble);
+  parallel::allreduce_(t, comm, op);
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
+
+double agreed_max(ccl::Communicator& comm, double value) { return agreed(comm, {value}, ccl::ReduceOp::max)[0]; }
 
 // Median over kRepeats of one allreduce of `bytes`, after a warm-up; the
 // ranks agree on the slowest median (the same figure everywhere).
@@ -88,11 +91,7 @@ std::vector<double> slowest_rates(ccl::Communicator* world, const ClusterProbeOp
   rates.push_back(measure_elementwise_bytes_per_s(o.precision, calibration.elementwise_rows,
                                                   calibration.elementwise_cols, kSustainedSeconds / 5));
   rates.push_back(planner::measure_memory_bandwidth(kCopyBytes, kRepeats));
-  if (world != nullptr && world->size() > 1) {
-    at::Tensor t = torch::tensor(rates, torch::kDouble);
-    parallel::allreduce_(t, *world, ccl::ReduceOp::min);
-    for (size_t i = 0; i < rates.size(); ++i) rates[i] = t[static_cast<int64_t>(i)].item<double>();
-  }
+  if (world != nullptr && world->size() > 1) rates = agreed(*world, rates, ccl::ReduceOp::min);
   return rates;
 }
 
@@ -126,9 +125,11 @@ std::pair<planner::LinkSpec, planner::LinkSpec> measure_links(ccl::Communicator&
   if (topology.local_size > 1) intra = time_link(*host, per_link_s);
   if (across != nullptr && across->size() > 1) inter = time_link(*across, per_link_s);
   // Only some ranks measured each link: the others learn it from them.
-  std::array<double, 6> figures = {static_cast<double>(intra.large_bytes), intra.small_s, intra.large_s,
-                                   static_cast<double>(inter.large_bytes), inter.small_s, inter.large_s};
-  for (double& f : figures) f = agreed_max(world, f);
+  const std::vector<double> figures =
+      agreed(world,
+             {static_cast<double>(intra.large_bytes), intra.small_s, intra.large_s,
+              static_cast<double>(inter.large_bytes), inter.small_s, inter.large_s},
+             ccl::ReduceOp::max);
   std::pair<planner::LinkSpec, planner::LinkSpec> links;
   if (figures[0] > 0) {
     intra = {topology.local_size, kLatencyBytes, figures[1], static_cast<int64_t>(figures[0]), figures[2]};
