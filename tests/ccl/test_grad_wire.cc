@@ -218,16 +218,18 @@ TEST(HostCompressedAllreduce, RestoredFeedbackContinuesBitwise) {
           }
         }
         HostCompressedAllreduce fresh(comm, GradWire::int8);
-        fresh.restore_feedback(saved);
+        fresh.restore_feedback(saved, {{1, count}});
         for (int k = 3; k < 5; ++k) {
           auto data = input(k);
           fresh.allreduce(data.data(), count, 1, ReduceOp::avg).wait();
           if (k == 4) resumed[comm.rank()] = data;
         }
-        EXPECT_THROW(HostCompressedAllreduce(comm, GradWire::int4).restore_feedback(saved), Error);
+        EXPECT_THROW(HostCompressedAllreduce(comm, GradWire::int4).restore_feedback(saved, {{1, count}}), Error);
+        EXPECT_THROW(fresh.restore_feedback(saved, {{1, count + 40}}), Error);
+        EXPECT_THROW(fresh.restore_feedback(saved, {{2, count}}), Error);
         auto cut = saved;
         cut.resize(cut.size() - 3);
-        EXPECT_THROW(fresh.restore_feedback(cut), Error);
+        EXPECT_THROW(fresh.restore_feedback(cut, {{1, count}}), Error);
       },
       hosts_of(2));
   for (int r = 0; r < 4; ++r) {

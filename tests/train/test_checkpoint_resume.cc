@@ -2,7 +2,8 @@
 // after a checkpoint, launched again with train.resume=auto, logs the same
 // losses and ends with the same parameters and optimizer state, bitwise,
 // as a run never interrupted: one process, dp=2 with ZeRO 0 and 1, tp=2,
-// pp=2 (1F1B), bf16 (dp=2, ZeRO 1) and bf16 with dynamic loss scaling.
+// pp=2 (1F1B), bf16 (dp=2, ZeRO 1), bf16 with dynamic loss scaling, and
+// dp=4 over two hosts with int8 gradient compression (ZeRO 2).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -106,6 +107,10 @@ TEST_P(Resume, AfterAKilledRankIsBitIdentical) {
       << read_file(dir.path() + "/resumed.log");
   const std::string log = read_file(dir.path() + "/resumed.log");
   EXPECT_NE(log.find("resuming from " + out + "/checkpoints/step_00000004 at step 4"), std::string::npos) << log;
+  if (std::string(c.layout).find("grad_wire") != std::string::npos) {  // the residuals are what makes it bitwise
+    EXPECT_TRUE(CheckpointLoader(out + "/checkpoints/step_00000004").has("grad_wire/3"));
+    EXPECT_EQ(log.find("error feedback starts at zero"), std::string::npos) << log;
+  }
 
   const std::vector<double> losses = losses_of(out + "/metrics.jsonl");
   ASSERT_EQ(losses.size(), expected.size()) << read_file(out + "/metrics.jsonl");
@@ -120,6 +125,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tp2", 2, "--set parallel.tp=2"},
                       Case{"pp2_1f1b", 2, "--set parallel.pp=2 --set parallel.schedule=1f1b"},
                       Case{"bf16_dp2_zero1", 2, "--set parallel.dp=2 --set train.precision=bf16"},
+                      // Two hosts of two ranks (host ids h0, h1): the gradients cross
+                      // compressed, and each rank's error feedback is saved and restored.
+                      Case{"dp4_int8_two_hosts", 4,
+                           "--set parallel.dp=4 --set parallel.zero=2 --set parallel.grad_wire=\\\"int8\\\" "
+                           "--set ccl.host_id=\\\"h$((GIANT_RANK/2))\\\""},
                       // fp16 has no CPU kernels in this libtorch (the run is refused): the
                       // loss scaler's state is checked under bf16 with dynamic scaling.
                       Case{"bf16_loss_scaling", 1,

@@ -57,11 +57,8 @@ HostCompressedAllreduce::~HostCompressedAllreduce() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
-    if (!queue_.empty() || running_job_) {
-      // Peers are told; the data of queued operations may be going away.
-      local_->abort("compressed gradient allreduce destroyed with operations in flight");
-      cross_->abort("compressed gradient allreduce destroyed with operations in flight");
-    }
+    // Peers are told; the data of queued operations may be going away.
+    if (!queue_.empty() || running_job_) abort("compressed gradient allreduce destroyed with operations in flight");
   }
   changed_.notify_all();
   thread_.join();
@@ -77,6 +74,16 @@ Work HostCompressedAllreduce::allreduce(float* data, size_t count, int stream, R
   }
   changed_.notify_all();
   return Work(state);
+}
+
+void HostCompressedAllreduce::abort(const std::string& reason) {
+  local_->abort(reason);
+  cross_->abort(reason);
+}
+
+size_t HostCompressedAllreduce::residual_count(size_t count) const {
+  const size_t parts = static_cast<size_t>(local_size_) * hosts_;
+  return (count + parts - 1) / parts * hosts_;
 }
 
 void HostCompressedAllreduce::drain() {
@@ -114,8 +121,8 @@ void HostCompressedAllreduce::run_queue() {
 
 void HostCompressedAllreduce::run(const Job& job) {
   const size_t parts = static_cast<size_t>(local_size_) * hosts_;
-  const size_t sub_count = (job.count + parts - 1) / parts;
-  const size_t chunk_count = sub_count * hosts_;
+  const size_t chunk_count = residual_count(job.count);
+  const size_t sub_count = chunk_count / hosts_;
   Residuals& residuals = residuals_[job.stream];
   if (residuals.worker.empty()) {
     residuals.worker.assign(chunk_count, 0.0f);
@@ -195,7 +202,8 @@ std::vector<uint8_t> HostCompressedAllreduce::save_feedback() const {
   return out;
 }
 
-void HostCompressedAllreduce::restore_feedback(const std::vector<uint8_t>& bytes) {
+void HostCompressedAllreduce::restore_feedback(const std::vector<uint8_t>& bytes,
+                                               const std::map<int, size_t>& stream_counts) {
   size_t at = 0;
   GIANT_CHECK(take_u64(bytes, at) == kFeedbackMagic, "not a gradient wire feedback state");
   const auto wire = static_cast<GradWire>(take_u64(bytes, at));
@@ -214,6 +222,16 @@ void HostCompressedAllreduce::restore_feedback(const std::vector<uint8_t>& bytes
     }
   }
   GIANT_CHECK(at == bytes.size(), "gradient wire feedback state has trailing bytes");
+  GIANT_CHECK(restored.size() == stream_counts.size(), "gradient wire feedback state holds " +
+                                                           std::to_string(restored.size()) + " streams, not " +
+                                                           std::to_string(stream_counts.size()));
+  for (const auto& [stream, count] : stream_counts) {
+    const auto found = restored.find(stream);
+    GIANT_CHECK(found != restored.end() && found->second.worker.size() == residual_count(count) &&
+                    found->second.server.size() == residual_count(count) / hosts_,
+                "gradient wire feedback state does not match stream " + std::to_string(stream) + " of " +
+                    std::to_string(count) + " elements");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   GIANT_CHECK(queue_.empty() && !running_job_, "restore_feedback with operations in flight");
   residuals_ = std::move(restored);

@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -68,12 +69,18 @@ class HostCompressedAllreduce {
   Work allreduce(float* data, size_t count, int stream, ReduceOp op);
   // Waits until every queued operation ended (errors stay in their Works).
   void drain();
+  // Fails what is queued or running and tells the peers (any thread).
+  void abort(const std::string& reason);
+  // Elements of the residual a stream of `count` elements keeps.
+  size_t residual_count(size_t count) const;
 
   // The residuals of every stream, serialised (for checkpoints), and back.
-  // Only with nothing in flight (drain() first). restore throws
-  // giant::Error when the bytes do not match this rank's streams' shapes.
+  // Only with nothing in flight (drain() first). restore takes the streams
+  // this rank will run with their counts, and throws giant::Error (keeping
+  // its residuals) when the bytes are not a state of exactly those streams
+  // of this wire format.
   std::vector<uint8_t> save_feedback() const;
-  void restore_feedback(const std::vector<uint8_t>& bytes);
+  void restore_feedback(const std::vector<uint8_t>& bytes, const std::map<int, size_t>& stream_counts);
 
  private:
   struct Residuals {

@@ -7,7 +7,9 @@
 // Tensor names: "model/<parameter>" (fp32 master weights), "optim/exp_avg/
 // <parameter>" and "optim/exp_avg_sq/<parameter>" (AdamW's moments, fp32),
 // "rng/<world rank>" (a rank's generator state, u8; used only when the
-// layout is the same). <parameter> is the unsplit parameter's name
+// layout is the same), "grad_wire/<world rank>" (a rank's gradient-wire
+// error feedback, u8; used only when it fits the resuming run's buckets).
+// <parameter> is the unsplit parameter's name
 // (global_parameter_name in tensor_slices.h), e.g. "block_3.qkv.weight"
 // (the layer stack names its modules with "_" for ".").
 #pragma once

@@ -82,6 +82,7 @@ std::string Layout::describe() const {
   out << " zero=" << zero << " recompute=" << recompute_name(recompute);
   if (sequence_parallel) out << " sp";
   out << " placement=" << placement();
+  if (grad_wire != ccl::GradWire::none) out << " wire=" << ccl::grad_wire_name(grad_wire);
   return out.str();
 }
 
@@ -102,7 +103,8 @@ bool LayoutFilter::accepts(const Layout& l) const {
          (!micro_batch || *micro_batch == l.micro_batch) &&
          (!virtual_stages || *virtual_stages == l.virtual_stages) && (!zero || *zero == l.zero) &&
          (!schedule || *schedule == l.schedule) && (!recompute || *recompute == l.recompute) &&
-         (!sequence_parallel || *sequence_parallel == l.sequence_parallel) && (!order || *order == l.order);
+         (!sequence_parallel || *sequence_parallel == l.sequence_parallel) && (!order || *order == l.order) &&
+         (!grad_wire || *grad_wire == l.grad_wire);
 }
 
 LayoutFilter parse_layout_filter(const std::string& text) {
@@ -134,11 +136,14 @@ LayoutFilter parse_layout_filter(const std::string& text) {
       else if (key == "recompute") f.recompute = parse_recompute(value);
       else if (key == "sp") f.sequence_parallel = integer() != 0;
       else if (key == "placement") f.order = parse_placement(value);
+      else if (key == "wire" || key == "grad_wire") f.grad_wire = ccl::parse_grad_wire(value);
       else
         throw ConfigError("--layout " + key,
-                          "unknown key (known: tp, pp, dp, mb, schedule, v, zero, recompute, sp, placement)");
+                          "unknown key (known: tp, pp, dp, mb, schedule, v, zero, recompute, sp, placement, wire)");
     } catch (const ConfigError& e) {
       if (e.key().rfind("--layout", 0) == 0) throw;
+      throw ConfigError("--layout " + key, e.what());
+    } catch (const Error& e) {
       throw ConfigError("--layout " + key, e.what());
     }
   }

@@ -1,15 +1,18 @@
 // A parallel layout: how many ways each axis splits, the micro-batch, the
-// pipeline schedule, ZeRO stage, recomputation and placement (which axis
-// varies fastest across device ids, so stays inside a host first). The one
+// pipeline schedule, ZeRO stage, recomputation, placement (which axis
+// varies fastest across device ids, so stays inside a host first) and the
+// gradient wire between hosts. The one
 // statement of a run's layout: the planner searches over it, the trainer's
 // config converts to it (train/memory_check.h), the mesh and the pipeline
-// take their shapes from it. No libtorch, nothing above base.
+// take their shapes from it. No libtorch; base and ccl's wire names only.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "giant/ccl/grad_wire.h"
 
 namespace giant {
 
@@ -40,6 +43,8 @@ struct Layout {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   std::array<Axis, 3> order = kTrainPlacement;  // fastest first
+  // What data-parallel gradients travel in between hosts (ZeRO 0-2).
+  ccl::GradWire grad_wire = ccl::GradWire::none;
 
   int devices() const { return dp * tp * pp; }
   // Micro-batches per step for a global batch of `global_batch` sequences.
@@ -66,12 +71,13 @@ struct LayoutFilter {
   std::optional<Recompute> recompute;
   std::optional<bool> sequence_parallel;
   std::optional<std::array<Axis, 3>> order;
+  std::optional<ccl::GradWire> grad_wire;
 
   bool accepts(const Layout& layout) const;
 };
 
 // "tp=4,pp=4,dp=2,mb=1,schedule=interleaved,v=2,zero=1,recompute=full,sp=1,
-// placement=tp<dp<pp" (any subset, any order; `micro_batch` and
+// placement=tp<dp<pp,wire=int8" (any subset, any order; `micro_batch` and
 // `virtual_stages` also accepted). Throws ConfigError naming the bad item.
 LayoutFilter parse_layout_filter(const std::string& text);
 Schedule parse_schedule(const std::string& text);

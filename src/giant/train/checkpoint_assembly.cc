@@ -58,9 +58,33 @@ checkpoint::Manifest manifest_at(const CheckpointedParts& parts, const StepCount
 
 void save_checkpoint(const CheckpointedParts& parts, const StepCounters& counters) {
   if (parts.state.sync) parts.state.sync->wait_parameters();  // a ZeRO gather in flight writes the parameters
+  std::vector<checkpoint::Blob> blobs = {generator_state_blob(parts.topology.world_rank())};
+  if (parts.state.sync) {
+    std::vector<uint8_t> feedback = parts.state.sync->wire_feedback();
+    if (!feedback.empty()) blobs.push_back({wire_feedback_blob_name(parts.topology.world_rank()), std::move(feedback)});
+  }
   parts.checkpoints.save(manifest_at(parts, counters), slices_to_save(held_tensors(parts.state, parts.topology)),
-                         {generator_state_blob(parts.topology.world_rank())});
+                         blobs);
 }
+
+namespace {
+
+// Puts back this rank's gradient-wire error feedback when the checkpoint
+// holds one that fits; a note for the resume line otherwise.
+std::string restore_wire_feedback(const CheckpointedParts& parts, const checkpoint::CheckpointLoader& loader) {
+  parallel::GradientSync* sync = parts.state.sync.get();
+  if (sync == nullptr || sync->wire_feedback().empty()) return "";  // nothing compressed in this run
+  const auto saved = loader.read_blob(wire_feedback_blob_name(parts.topology.world_rank()));
+  if (!saved) return "; no gradient wire state saved: error feedback starts at zero";
+  try {
+    sync->restore_wire_feedback(*saved);
+    return "";
+  } catch (const Error& e) {
+    return std::string("; gradient wire state not restored (") + e.what() + "): error feedback starts at zero";
+  }
+}
+
+}  // namespace
 
 ResumePoint resume_from(const CheckpointedParts& parts, const std::filesystem::path& checkpoint_dir) {
   Stopwatch load_watch;
@@ -92,6 +116,7 @@ ResumePoint resume_from(const CheckpointedParts& parts, const std::filesystem::p
   } else if (parts.config.model.dropout > 0) {
     notes += "; saved in another layout: dropout draws new masks";
   }
+  notes += restore_wire_feedback(parts, loader);
   parts.progress.line("resuming from " + checkpoint_dir.string() + " at step " + std::to_string(m.step) +
                       " (saved at dp " + std::to_string(m.layout.dp) + " x pp " + std::to_string(m.layout.pp) +
                       " x tp " + std::to_string(m.layout.tp) + ", ZeRO " + std::to_string(m.layout.zero) + ", " +

@@ -74,6 +74,8 @@ std::vector<TensorSlice> slices_to_load(const HeldTensors& held, bool optimizer_
   return slices;
 }
 
+std::string wire_feedback_blob_name(int world_rank) { return "grad_wire/" + std::to_string(world_rank); }
+
 checkpoint::Blob generator_state_blob(int world_rank) {
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(generator.mutex());

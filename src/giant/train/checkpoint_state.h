@@ -50,6 +50,8 @@ std::vector<checkpoint::TensorSlice> slices_to_load(const HeldTensors& held, boo
 // The default CPU generator's state (what dropout draws from), as blob
 // "rng/<world rank>", and putting it back.
 checkpoint::Blob generator_state_blob(int world_rank);
+// The blob holding a rank's gradient-wire error feedback (parallel.grad_wire).
+std::string wire_feedback_blob_name(int world_rank);
 void restore_generator_state(const std::vector<uint8_t>& bytes);
 
 }  // namespace giant::train

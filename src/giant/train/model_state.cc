@@ -6,6 +6,7 @@
 #include "giant/parallel/data_parallel/parameter_prefetch.h"
 #include "giant/parallel/tensor_parallel/layers.h"
 #include "giant/train/precision_choice.h"
+#include "giant/train/run_report.h"
 #include "giant/train/sharded_model.h"
 
 namespace giant::train {
@@ -25,17 +26,37 @@ std::vector<at::Tensor> convert_to_compute_dtype(std::vector<at::Tensor>& parame
   return initial;
 }
 
+// The compressed wire for data-parallel gradients between hosts, when
+// parallel.grad_wire asks for one and the dp group spans hosts (otherwise
+// the key is a no-op, said here).
+std::shared_ptr<ccl::HostCompressedAllreduce> make_grad_wire(const RunConfig& c, ccl::Communicator* dp_comm,
+                                                             Progress& progress) {
+  if (c.layout.grad_wire == ccl::GradWire::none) return nullptr;
+  const std::string setting = std::string("parallel.grad_wire = ") + ccl::grad_wire_name(c.layout.grad_wire);
+  if (dp_comm == nullptr || dp_comm->topology().num_hosts() == 1) {
+    progress.line(setting + ": no data-parallel gradient crosses hosts here, so nothing is compressed");
+    return nullptr;
+  }
+  progress.line(setting + ": data-parallel gradients cross hosts compressed (" +
+                fixed(ccl::grad_wire_ratio(c.layout.grad_wire), 1) + "x" +
+                " fewer bytes, error feedback kept per rank), inside a host in fp32");
+  return std::make_shared<ccl::HostCompressedAllreduce>(*dp_comm, c.layout.grad_wire);
+}
+
 std::unique_ptr<parallel::GradientSync> make_gradient_sync(const RunConfig& c, StageModel& model,
-                                                           const RunTopology& topology, CommClock& clock) {
+                                                           const RunTopology& topology, CommClock& clock,
+                                                           Progress& progress) {
   const auto bucket_bytes = static_cast<int64_t>(c.parallel.bucket_mb * (1 << 20));
   const auto grad_dtype = scalar_type_of(c.train.grad_dtype);
   std::vector<size_t> alone;
   if (model.tied_index >= 0) alone.push_back(static_cast<size_t>(model.tied_index));
-  if (topology.mesh && c.layout.dp > 1) {
+  const bool replicas = topology.mesh && c.layout.dp > 1;
+  auto wire = make_grad_wire(c, replicas ? &topology.mesh->dp_grads() : nullptr, progress);
+  if (replicas) {
     ccl::Communicator& comm = topology.mesh->dp_grads();
     if (c.layout.zero == 3) return build_sharded_parameters(c, model, comm, &clock.parameter_wait_s);
     auto buckets = std::make_unique<parallel::GradientReducer>(model.parameters, comm, bucket_bytes,
-                                                               c.layout.zero, grad_dtype, alone);
+                                                               c.layout.zero, grad_dtype, alone, std::move(wire));
     if (buckets->shards_optimizer()) {
       parallel::wait_for_parameters_layer_by_layer(*buckets, model.chunks, model.parameters,
                                                    &clock.parameter_wait_s);
@@ -98,7 +119,7 @@ std::unique_ptr<ModelState> build_model_state(const RunConfig& config, const Run
   if (mixed_precision(config)) {
     initial = convert_to_compute_dtype(s->model.parameters, config.train.precision);
   }
-  s->sync = make_gradient_sync(config, s->model, topology, clock);
+  s->sync = make_gradient_sync(config, s->model, topology, clock, progress);
   build_optimizer(*s, config, initial);
   const auto& t = config.train;
   if (t.dynamic_loss_scaling()) {

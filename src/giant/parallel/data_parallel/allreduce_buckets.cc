@@ -9,8 +9,8 @@
 namespace giant::parallel {
 
 AllreduceBuckets::AllreduceBuckets(const BucketLayout& layout, std::vector<at::Tensor>& parameters,
-                                   ccl::Communicator* comm, bool scatter)
-    : layout_(layout), parameters_(parameters), comm_(comm), scatter_(scatter),
+                                   ccl::Communicator* comm, bool scatter, ccl::HostCompressedAllreduce* compressed)
+    : layout_(layout), parameters_(parameters), comm_(comm), scatter_(scatter), compressed_(compressed),
       buckets_(layout.buckets.size()), views_(parameters.size()), other_dtype_(parameters.size()),
       view_has_step_(parameters.size()) {
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -29,7 +29,9 @@ AllreduceBuckets::~AllreduceBuckets() {
   for (auto& bucket : buckets_) {
     if (!bucket.launched || bucket.work.test()) continue;
     // The peers are told; our buffers must outlive the operation.
-    comm_->abort("gradient reducer destroyed while a reduction was in flight");
+    const char* reason = "gradient reducer destroyed while a reduction was in flight";
+    comm_->abort(reason);
+    if (compressed_ != nullptr) compressed_->abort(reason);
     try {
       bucket.work.wait();
     } catch (...) {
@@ -92,8 +94,12 @@ void AllreduceBuckets::gradient_ready(size_t parameter) {
 void AllreduceBuckets::launch_in_order() {
   while (next_launch_ < buckets_.size() &&
          buckets_[next_launch_].ready >= layout_.buckets[next_launch_].members.size()) {
+    const int index = static_cast<int>(next_launch_);
     Bucket& bucket = buckets_[next_launch_++];
-    if (comm_ != nullptr && comm_->size() > 1) {
+    if (compressed_ != nullptr) {
+      bucket.work = compressed_->allreduce(bucket.buffer.data_ptr<float>(), bucket.buffer.numel(), index,
+                                           ccl::ReduceOp::avg);
+    } else if (comm_ != nullptr && comm_->size() > 1) {
       bucket.work = scatter_ ? reduce_scatter_blocks_async(bucket.buffer, *comm_, ccl::ReduceOp::avg)
                              : allreduce_async(bucket.buffer, *comm_, ccl::ReduceOp::avg);
     }

@@ -18,6 +18,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "giant/ccl/communicator.h"
+#include "giant/ccl/host_compressed_allreduce.h"
 #include "giant/ccl/work.h"
 #include "giant/parallel/data_parallel/bucket_layout.h"
 #include "giant/parallel/data_parallel/update_piece.h"
@@ -54,8 +55,10 @@ class BucketEngine {
 class AllreduceBuckets : public BucketEngine {
  public:
   // `scatter`: reduce-scatter each bucket into its owners' blocks (stage 1).
+  // `compressed`: reduce every bucket through it instead (whole, stream b
+  // for bucket b; at stage 1 each rank then reads its blocks of the result).
   AllreduceBuckets(const BucketLayout& layout, std::vector<at::Tensor>& parameters, ccl::Communicator* comm,
-                   bool scatter);
+                   bool scatter, ccl::HostCompressedAllreduce* compressed = nullptr);
   ~AllreduceBuckets() override;
   void zero_grad() override;
   void begin_micro_batch(bool last) override;
@@ -86,6 +89,7 @@ class AllreduceBuckets : public BucketEngine {
   std::vector<at::Tensor>& parameters_;
   ccl::Communicator* comm_;  // null: one replica
   const bool scatter_;
+  ccl::HostCompressedAllreduce* compressed_;
   std::vector<Bucket> buckets_;
   std::vector<at::Tensor> views_;    // each parameter's stretch of its bucket
   std::vector<bool> other_dtype_;    // the parameter's dtype is not its bucket's
@@ -96,7 +100,10 @@ class AllreduceBuckets : public BucketEngine {
 
 class ReduceScatterRounds : public BucketEngine {
  public:
-  ReduceScatterRounds(const BucketLayout& layout, std::vector<at::Tensor>& parameters, ccl::Communicator& comm);
+  // `compressed`: each round is allreduced through it (stream b for bucket
+  // b) and this rank's block of the result folded in.
+  ReduceScatterRounds(const BucketLayout& layout, std::vector<at::Tensor>& parameters, ccl::Communicator& comm,
+                      ccl::HostCompressedAllreduce* compressed = nullptr);
   ~ReduceScatterRounds() override;
   void zero_grad() override;
   void begin_micro_batch(bool last) override;
@@ -135,6 +142,7 @@ class ReduceScatterRounds : public BucketEngine {
   const BucketLayout& layout_;
   std::vector<at::Tensor>& parameters_;
   ccl::Communicator& comm_;
+  ccl::HostCompressedAllreduce* compressed_;
   std::vector<Bucket> buckets_;
   std::vector<bool> in_round_;  // the gradient is in its bucket's filling round
   std::deque<InFlight> in_flight_;

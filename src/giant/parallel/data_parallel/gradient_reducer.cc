@@ -1,6 +1,7 @@
 #include "giant/parallel/data_parallel/gradient_reducer.h"
 
 #include <algorithm>
+#include <map>
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
@@ -13,26 +14,36 @@
 namespace giant::parallel {
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
                                  int64_t bucket_bytes, int zero_stage,
-                                 c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
-    : GradientReducer(std::move(parameters), &comm, bucket_bytes, zero_stage, grad_dtype, alone) {}
+                                 c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone,
+                                 std::shared_ptr<ccl::HostCompressedAllreduce> compressed)
+    : GradientReducer(std::move(parameters), &comm, bucket_bytes, zero_stage, grad_dtype, alone,
+                      std::move(compressed)) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes,
                                  at::ScalarType grad_dtype)
-    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, 0, grad_dtype, {}) {}
+    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, 0, grad_dtype, {}, nullptr) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm,
                                  int64_t bucket_bytes, int zero_stage,
-                                 c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone)
-    : parameters_(std::move(parameters)), zero_stage_(zero_stage) {
+                                 c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone,
+                                 std::shared_ptr<ccl::HostCompressedAllreduce> compressed)
+    : parameters_(std::move(parameters)), zero_stage_(zero_stage), compressed_(std::move(compressed)) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
   GIANT_CHECK(zero_stage_ >= 0 && zero_stage_ <= 2, "GradientReducer runs ZeRO stages 0-2, not ", zero_stage_);
   GIANT_CHECK(comm != nullptr || zero_stage_ == 0, "a sharded optimizer needs a communicator");
   const bool sharded = zero_stage_ >= 1;
   layout_ = lay_out_buckets(parameters_, bucket_bytes, grad_dtype, alone, sharded ? comm->size() : 1);
+  if (compressed_) {
+    for (const auto& bucket : layout_.buckets) {
+      GIANT_CHECK(bucket.gradient_options.dtype() == at::kFloat,
+                  "a compressed gradient wire needs fp32 gradient buckets, not ",
+                  bucket.gradient_options.dtype().name());
+    }
+  }
   if (zero_stage_ == 2) {
-    engine_ = std::make_unique<ReduceScatterRounds>(layout_, parameters_, *comm);
+    engine_ = std::make_unique<ReduceScatterRounds>(layout_, parameters_, *comm, compressed_.get());
   } else {
-    engine_ = std::make_unique<AllreduceBuckets>(layout_, parameters_, comm, /*scatter=*/sharded);
+    engine_ = std::make_unique<AllreduceBuckets>(layout_, parameters_, comm, /*scatter=*/sharded, compressed_.get());
   }
   if (sharded) {
     shards_ = std::make_unique<BucketParameterShards>(layout_, parameters_, *comm, *engine_);
@@ -122,5 +133,16 @@ HeldBytesReport GradientReducer::held_bytes() const {
 }
 
 void GradientReducer::reset_peaks() { peak_ = held_bytes().now; }
+
+std::vector<uint8_t> GradientReducer::wire_feedback() const {
+  return compressed_ ? compressed_->save_feedback() : std::vector<uint8_t>{};
+}
+
+void GradientReducer::restore_wire_feedback(const std::vector<uint8_t>& bytes) {
+  GIANT_CHECK(compressed_ != nullptr, "this gradient reducer sends no compressed gradients");
+  std::map<int, size_t> streams;  // a stream per bucket, the whole bucket each
+  for (size_t b = 0; b < layout_.buckets.size(); ++b) streams[static_cast<int>(b)] = layout_.buckets[b].elements;
+  compressed_->restore_feedback(bytes, streams);
+}
 
 }  // namespace giant::parallel

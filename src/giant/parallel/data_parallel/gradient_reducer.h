@@ -61,6 +61,7 @@
 #include <c10/util/Optional.h>
 
 #include "giant/ccl/communicator.h"
+#include "giant/ccl/host_compressed_allreduce.h"
 #include "giant/parallel/data_parallel/bucket_engines.h"
 #include "giant/parallel/data_parallel/bucket_layout.h"
 #include "giant/parallel/data_parallel/gradient_sync.h"
@@ -80,9 +81,13 @@ class GradientReducer : public GradientSync {
   // across pipeline stages: sharded, its blocks then cover the same
   // elements on every stage holding it).
   // zero_stage: 0 (replicated), 1 (sharded optimizer) or 2 (and gradients).
+  // `compressed` (split from comm; f32 buckets only): every bucket is
+  // reduced through it, compressed between hosts with error feedback; at
+  // stages 1 and 2 each rank then reads its blocks of the whole result.
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes,
                   int zero_stage = 0, c10::optional<at::ScalarType> grad_dtype = c10::nullopt,
-                  const std::vector<size_t>& alone = {});
+                  const std::vector<size_t>& alone = {},
+                  std::shared_ptr<ccl::HostCompressedAllreduce> compressed = nullptr);
   // One replica: gradients accumulate in grad_dtype buckets, nothing is reduced.
   GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes, at::ScalarType grad_dtype);
   ~GradientReducer() override;
@@ -127,17 +132,20 @@ class GradientReducer : public GradientSync {
   double wait_parameters() override;
   HeldBytesReport held_bytes() const override;
   void reset_peaks() override;
+  std::vector<uint8_t> wire_feedback() const override;
+  void restore_wire_feedback(const std::vector<uint8_t>& bytes) override;
   // Called by the hooks, once a parameter's gradient is accumulated.
   void mark_ready(size_t parameter);
 
  private:
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm, int64_t bucket_bytes,
                   int zero_stage, c10::optional<at::ScalarType> grad_dtype,
-                  const std::vector<size_t>& alone);
+                  const std::vector<size_t>& alone, std::shared_ptr<ccl::HostCompressedAllreduce> compressed);
 
   std::vector<at::Tensor> parameters_;
   const int zero_stage_;
   BucketLayout layout_;
+  std::shared_ptr<ccl::HostCompressedAllreduce> compressed_;  // outlives the engine
   std::unique_ptr<BucketEngine> engine_;
   std::unique_ptr<BucketParameterShards> shards_;  // stages 1 and 2
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;

@@ -14,6 +14,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "giant/base/error.h"
 #include "giant/parallel/data_parallel/update_piece.h"
 
 namespace giant::parallel {
@@ -75,6 +76,14 @@ class GradientSync {
   virtual size_t num_buckets() const = 0;
   virtual HeldBytesReport held_bytes() const = 0;
   virtual void reset_peaks() = 0;
+
+  // The error feedback of a compressed gradient wire (empty without one),
+  // after finish(), and back; restore throws giant::Error (keeping the
+  // current state) when the bytes do not fit this engine's buckets.
+  virtual std::vector<uint8_t> wire_feedback() const { return {}; }
+  virtual void restore_wire_feedback(const std::vector<uint8_t>& /*bytes*/) {
+    throw Error("this data-parallel engine sends no compressed gradients");
+  }
 };
 
 }  // namespace giant::parallel

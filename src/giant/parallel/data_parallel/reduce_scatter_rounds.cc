@@ -10,8 +10,8 @@
 namespace giant::parallel {
 
 ReduceScatterRounds::ReduceScatterRounds(const BucketLayout& layout, std::vector<at::Tensor>& parameters,
-                                         ccl::Communicator& comm)
-    : layout_(layout), parameters_(parameters), comm_(comm), buckets_(layout.buckets.size()),
+                                         ccl::Communicator& comm, ccl::HostCompressedAllreduce* compressed)
+    : layout_(layout), parameters_(parameters), comm_(comm), compressed_(compressed), buckets_(layout.buckets.size()),
       in_round_(parameters.size()) {
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const BucketLayout::Bucket& shape = layout_.buckets[b];
@@ -30,7 +30,9 @@ ReduceScatterRounds::~ReduceScatterRounds() {
   for (auto& round : in_flight_) {
     if (round.work.test()) continue;
     // The peers are told; our buffers must outlive the operation.
-    comm_.abort("gradient reducer destroyed while a gradient round was in flight");
+    const char* reason = "gradient reducer destroyed while a gradient round was in flight";
+    comm_.abort(reason);
+    if (compressed_ != nullptr) compressed_->abort(reason);
     try {
       round.work.wait();
     } catch (...) {
@@ -151,9 +153,12 @@ void ReduceScatterRounds::launch_rounds_in_order(bool flush) {
       bucket.complete.pop_front();
       const int slot = slot_of(round.staging);
       if (slot >= 0) slot_state_[slot] = SlotState::in_flight;
-      if (comm_.size() > 1) {
-        round.work = reduce_scatter_blocks_async(round.staging.narrow(0, 0, layout_.buckets[next_launch_].elements),
-                                                 comm_, ccl::ReduceOp::avg);
+      const at::Tensor whole = round.staging.narrow(0, 0, layout_.buckets[next_launch_].elements);
+      if (compressed_ != nullptr) {
+        round.work = compressed_->allreduce(whole.data_ptr<float>(), whole.numel(), static_cast<int>(next_launch_),
+                                            ccl::ReduceOp::avg);
+      } else if (comm_.size() > 1) {
+        round.work = reduce_scatter_blocks_async(whole, comm_, ccl::ReduceOp::avg);
       }
       ++bucket.rounds;
       in_flight_.push_back(std::move(round));
