@@ -24,6 +24,9 @@ TEST(LayoutText, Parse) {  // whether a layout runs a model: tests/planner/test_
   EXPECT_NE(giant::test::error_message([] { parse_layout_filter("tp=four"); }).find("--layout tp"), std::string::npos);
   EXPECT_NE(giant::test::error_message([] { parse_layout_filter("schedule=zb"); }).find("--layout schedule"), std::string::npos);
   EXPECT_NE(giant::test::error_message([] { parse_layout_filter("placement=tp<tp<pp"); }).find("placement"), std::string::npos);
+  EXPECT_EQ(*parse_layout_filter("dp=4,wire=int8").grad_wire, ccl::GradWire::int8);
+  EXPECT_EQ(*parse_layout_filter("grad_wire=none").grad_wire, ccl::GradWire::none);
+  EXPECT_NE(giant::test::error_message([] { parse_layout_filter("wire=int2"); }).find("--layout wire"), std::string::npos);
 }
 
 TEST(LayoutText, DescribesTheLayoutAndItsPlacement) {

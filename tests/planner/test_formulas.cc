@@ -481,6 +481,31 @@ TEST(CommFormulas, OneRingAcrossHostsGetsOneDevicesShareOfTheNetwork) {
                    group_link(c, l, Axis::dp).bandwidth_bytes_per_s);
 }
 
+TEST(CommFormulas, ZeroMovementIsHierarchicalWhereCclRunsItOverSharedMemory) {
+  // 2 hosts x 2 CPU ranks on a slow link: ccl reduce-scatters and gathers
+  // through shm inside a host and one ring of hosts per local rank, so half
+  // the bytes cross at the host's rate, not 3/4 at one device's share.
+  ClusterSpec c = cluster_preset("v100-tcp");
+  c.hosts = 2;
+  c.devices_per_host = 2;
+  c.intra_host.transport = Transport::shm;
+  c.inter_host.bandwidth_bytes_per_s = 2.5e6;
+  c = c.resolved();
+  Layout l;
+  l.dp = 4;
+  const GroupLink group = group_link(c, l, Axis::dp);
+  const double bytes = 8e6, host_rate = c.inter_host.effective_bandwidth();
+  const double ccl_s = zero_movement_seconds(bytes, c, group, true);
+  EXPECT_NEAR(ccl_s, 0.5 * bytes / host_rate, 0.02 * ccl_s);
+  EXPECT_DOUBLE_EQ(zero_movement_seconds(bytes, c, group, false),
+                   reduce_scatter_seconds(bytes, single_ring_link(c, group)));
+  EXPECT_NEAR(zero_movement_seconds(bytes, c, group, false), 0.75 * bytes / (host_rate / 2), 0.02 * ccl_s * 3);
+  // NVLink hosts (the published clusters) keep the single ring.
+  c.intra_host.transport = Transport::nvlink;
+  EXPECT_DOUBLE_EQ(zero_movement_seconds(bytes, c, group, true),
+                   reduce_scatter_seconds(bytes, single_ring_link(c, group)));
+}
+
 TEST(CommFormulas, AlphaBetaOfRingAndHalvingDoubling) {
   GroupLink g;
   g.size = 4;

@@ -178,6 +178,41 @@ TEST(Search, PlacementKeepsHeavyTrafficInsideAHostOnTcp) {
   }
 }
 
+TEST(Search, GradientWireOnlyWhereDataParallelCrossesASlowLink) {
+  // Plain data parallelism of 350M parameters over 2 hosts x 2 devices on
+  // 1 Gbit/s: the f32 allreduce across hosts dominates, so a compressed
+  // wire wins; on one host there is nothing to compress.
+  const ModelSpec m = model(24, 1024, 16, 1024, 16);
+  ClusterSpec slow = small_cluster(2, 2, 80, Transport::tcp);
+  slow.inter_host.bandwidth_bytes_per_s = 1e9 / 8;
+  slow = slow.resolved();
+  SearchOptions options;
+  options.filter = parse_layout_filter("tp=1,pp=1,dp=4,zero=0");
+  options.grad_wires = kChosenGradWires;
+  options.precision = RunPrecision{Precision::bf16, Precision::fp32};  // the wires compress f32 gradients
+  const SearchResult across = search_layouts(m, slow, options);
+  ASSERT_FALSE(across.best.empty());
+  EXPECT_EQ(across.best.front().layout.grad_wire, ccl::GradWire::int8) << across.best.front().layout.describe();
+  SearchOptions uncompressed = options;
+  uncompressed.filter.grad_wire = ccl::GradWire::none;
+  const double none_s = search_layouts(m, slow, uncompressed).best.front().time.step_s;
+  EXPECT_LT(across.best.front().time.step_s, 0.7 * none_s);
+  // Its error feedback is counted in memory.
+  EXPECT_GT(across.best.front().memory.comm_buffers, 0);
+
+  const SearchResult inside = search_layouts(m, small_cluster(1, 4, 80, Transport::tcp), options);
+  ASSERT_FALSE(inside.best.empty());
+  for (const auto& e : inside.best) EXPECT_EQ(e.layout.grad_wire, ccl::GradWire::none);
+
+  // A wire the filter fixes is the only one tried; none is tried for 16-bit gradients.
+  SearchOptions fixed = options;
+  fixed.filter.grad_wire = ccl::GradWire::bf16;
+  for (const auto& e : search_layouts(m, slow, fixed).best) EXPECT_EQ(e.layout.grad_wire, ccl::GradWire::bf16);
+  SearchOptions bf16_gradients = options;
+  bf16_gradients.precision = RunPrecision{Precision::bf16, Precision::bf16};
+  for (const auto& e : search_layouts(m, slow, bf16_gradients).best) EXPECT_EQ(e.layout.grad_wire, ccl::GradWire::none);
+}
+
 TEST(Search, Gpt175bOn1024DevicesPlansQuickly) {
   const ModelSpec m = model_preset("gpt-175b");
   ClusterSpec c = cluster_preset("a100-80g-ib");

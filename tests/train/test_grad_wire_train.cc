@@ -19,7 +19,7 @@ const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.tx
 
 TEST(GradWireTrain, BadSettingsAreRefusedNamingTheKey) {
   expect_bad_input("train --set parallel.grad_wire=\\\"int2\\\"",
-                   "'parallel.grad_wire': must be none, bf16, int8 or int4, got 'int2'");
+                   "'parallel.grad_wire': must be none, bf16, int8, int4 or auto, got 'int2'");
   expect_bad_input("train --set parallel.zero=3 --set parallel.dp=2 --set parallel.grad_wire=\\\"int8\\\"",
                    "'parallel.grad_wire': compresses data-parallel gradients at ZeRO stages 0-2");
   expect_bad_input("train --set train.precision=\\\"bf16\\\" --set train.grad_dtype=\\\"bf16\\\" "

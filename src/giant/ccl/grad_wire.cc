@@ -42,9 +42,9 @@ void encode_group(GradWire wire, const float* in, float* residual, size_t n, uin
   std::memcpy(out, &scale, sizeof scale);
   uint8_t* values = out + sizeof scale;
   if (wire == GradWire::int4) std::memset(values, 0, value_bytes(wire, n));
+  const float inverse = scale > 0 ? 1.0f / scale : 0.0f;  // NaN scale: every q is 0, decoded NaN
   for (size_t i = 0; i < n; ++i) {
-    int q = 0;
-    if (scale > 0) q = std::clamp(static_cast<int>(std::nearbyint(acc[i] / scale)), -top, top);
+    const int q = std::clamp(static_cast<int>(std::lrint(acc[i] * inverse)), -top, top);
     // What the decoder will compute, so the residual is exactly what was lost.
     residual[i] = finite ? acc[i] - static_cast<float>(q) * scale : 0.0f;
     if (wire == GradWire::int8) {

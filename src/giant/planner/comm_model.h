@@ -44,7 +44,30 @@ GroupLink single_ring_link(const ClusterSpec& cluster, const GroupLink& group);
 double allreduce_seconds(double bytes, const GroupLink& link);
 double reduce_scatter_seconds(double bytes, const GroupLink& link);
 double allgather_seconds(double bytes, const GroupLink& link);
+// A reduce-scatter or allgather of `bytes` in total by ZeRO over the
+// data-parallel `group`. Where ccl runs it (`ccl_runs_it`) across hosts
+// whose ranks share memory, it is hierarchical (ccl::choose_reduce_scatter):
+// half an shm allreduce inside each host, then one ring of hosts per local
+// rank, the rings together carrying (H-1)/H x bytes over the group's share
+// of the host link. Elsewhere (one host, NVLink hosts, DeepSpeed's NCCL)
+// the flat ring at single_ring_link's rate.
+double zero_movement_seconds(double bytes, const ClusterSpec& cluster, const GroupLink& group, bool ccl_runs_it);
+
 // One message between two ranks.
 double point_to_point_seconds(double bytes, const GroupLink& link);
+
+// The data-parallel gradient allreduce through a compressed wire (ccl's
+// HostCompressedAllreduce) of `bytes` of f32 gradients over `group`, an
+// axis group that crosses hosts with L members on each of its H hosts: an
+// f32 allreduce inside each host, and each member's chunk (bytes / L)
+// across the hosts as an alltoall and an allgather in the wire format (the
+// bytes of a ring allreduce, grad_wire_ratio fewer), every device of a host
+// sending at once over its share of the NIC; plus encoding and decoding.
+// A group inside a host, or GradWire::none, costs allreduce_seconds.
+double compressed_allreduce_seconds(double bytes, const ClusterSpec& cluster, const GroupLink& group,
+                                    ccl::GradWire wire);
+// The f32 error feedback the wire keeps per device for `parameters`
+// elements (its chunk and sub-chunk of every bucket); 0 where it is a no-op.
+double grad_wire_memory_bytes(double parameters, const ClusterSpec& cluster, const Layout& layout);
 
 }  // namespace giant::planner

@@ -40,12 +40,14 @@ struct Zero3Layer {
 
 Zero3Layer zero3_layer(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const RunPrecision& precision,
                        const ZeroEngine& engine) {
-  const GroupLink dp_link = single_ring_link(c, group_link(c, l, Axis::dp));
+  const GroupLink dp_group = group_link(c, l, Axis::dp);
+  const GroupLink dp_link = single_ring_link(c, dp_group);
   Zero3Layer z;
   if (l.zero != 3 || l.dp == 1) return z;
   const double layer_elements = layer_parameters(m) / l.tp;
-  z.gather_s = allgather_seconds(layer_elements * precision.compute_bytes(), dp_link);
-  z.reduce_scatter_s = reduce_scatter_seconds(layer_elements * precision.gradient_bytes(), dp_link);
+  const bool ccl_runs_it = !engine.deepspeed;
+  z.gather_s = zero_movement_seconds(layer_elements * precision.compute_bytes(), c, dp_group, ccl_runs_it);
+  z.reduce_scatter_s = zero_movement_seconds(layer_elements * precision.gradient_bytes(), c, dp_group, ccl_runs_it);
   if (engine.deepspeed) {
     // Per-tensor collectives: the ring's latency once per tensor.
     const double extra_latency = (kDeepSpeedCollectivesPerLayer - 1) * (dp_link.size - 1) * dp_link.latency_s;
@@ -195,7 +197,15 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
   // of elements of their mean size moves (the same bytes when both dtypes are one).
   const double sync_element_bytes = l.zero == 0 ? gradient_bytes : (gradient_bytes + element_bytes) / 2;
   if (l.dp > 1 && l.zero < 3) {
-    const double sync = allreduce_seconds(e.memory.parameters * sync_element_bytes, dp_link);
+    // A compressed wire allreduces the whole gradient (then ZeRO-1/2 gather
+    // the updated compute copy uncompressed).
+    const bool compressed = l.grad_wire != ccl::GradWire::none && dp_link.crosses_hosts;
+    const double sync =
+        compressed ? compressed_allreduce_seconds(e.memory.parameters * gradient_bytes, c, dp_link, l.grad_wire) +
+                         (l.zero >= 1 ? zero_movement_seconds(e.memory.parameters * element_bytes, c, dp_link,
+                                                             !options.engine.deepspeed)
+                                       : 0.0)
+                   : allreduce_seconds(e.memory.parameters * sync_element_bytes, dp_link);
     const double buckets = std::max(1.0, std::floor(e.memory.parameters / kBucketParameters));
     double last_backward = 0;
     for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
@@ -206,9 +216,9 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
   // reduce-scatters its accumulated gradients after its last backward
   // (overlapped with that backward as the buckets above).
   if (l.dp > 1 && l.zero == 3 && p > 1 && !options.engine.zero3_regather) {
-    const GroupLink ring = single_ring_link(c, dp_link);
-    const double gather = allgather_seconds(e.memory.parameters * element_bytes, ring);
-    const double reduce = reduce_scatter_seconds(e.memory.parameters * gradient_bytes, ring);
+    const bool ccl_runs_it = !options.engine.deepspeed;
+    const double gather = zero_movement_seconds(e.memory.parameters * element_bytes, c, dp_link, ccl_runs_it);
+    const double reduce = zero_movement_seconds(e.memory.parameters * gradient_bytes, c, dp_link, ccl_runs_it);
     double last_backward = 0;
     for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
     const double blocks = double(stage_blocks(m, p, p - 1));
@@ -232,6 +242,7 @@ Estimate estimate_layout(const ModelSpec& m, const ClusterSpec& c, const Layout&
   e.layout = l;
   e.precision = precision;
   e.memory = memory_per_device(m, l, precision, options.engine);
+  e.memory.comm_buffers += grad_wire_memory_bytes(e.memory.parameters, c, l);
   e.usable_memory_bytes = device.usable_memory();
   e.fits = e.memory.total() <= e.usable_memory_bytes;
 

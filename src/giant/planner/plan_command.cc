@@ -137,6 +137,7 @@ int run_plan(const PlanArgs& a, std::ostream& out, std::ostream& err) {
   options.top = a.top;
   options.max_micro_batch = a.max_micro_batch;
   options.precision = precision;
+  options.grad_wires = kChosenGradWires;
   if (a.simulate_all) options.simulate_best = 0;
   if (!a.layout.empty()) {
     options.filter = parse_layout_filter(a.layout);

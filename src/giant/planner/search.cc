@@ -6,6 +6,7 @@
 #include <set>
 
 #include "giant/base/error.h"
+#include "giant/planner/comm_model.h"
 #include "giant/planner/model_layout.h"
 #include "giant/planner/plan_report.h"
 
@@ -73,6 +74,7 @@ void for_each_layout(const ModelSpec& m, int devices, const SearchOptions& o, Fn
                 base.sequence_parallel = sp;
                 for (const auto& order : distinct_orders(base)) {
                   base.order = order;
+                  base.grad_wire = f.grad_wire.value_or(ccl::GradWire::none);
                   if (!f.accepts(base) || !why_invalid(base, m, devices).empty()) continue;
                   if (o.train_runs_only && !why_train_cannot_run(base).empty()) continue;
                   fn(base);
@@ -106,9 +108,10 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
   simulated.engine = o.engine;
   CostOptions closed_form = simulated;
   closed_form.simulate_pipeline = false;
-  for_each_layout(m, c.devices(), o, [&](const Layout& l) {
+  auto consider = [&](const Layout& l) {
     ++result.valid_layouts;
-    const MemoryBreakdown memory = memory_per_device(m, l, result.precision, o.engine);
+    MemoryBreakdown memory = memory_per_device(m, l, result.precision, o.engine);
+    memory.comm_buffers += grad_wire_memory_bytes(memory.parameters, c, l);
     if (memory.total() > usable) {
       if (!result.least_memory || memory.total() < result.least_memory->memory.total()) {
         Estimate e;
@@ -123,6 +126,18 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
     fitting.push_back(estimate_layout(m, c, l, closed_form));
     if (!result.least_memory || memory.total() < result.least_memory->memory.total())
       result.least_memory = fitting.back();
+  };
+  for_each_layout(m, c.devices(), o, [&](const Layout& base) {
+    // The wires compress f32 gradients (train.grad_dtype = fp32).
+    const bool wire_matters = base.dp > 1 && base.zero < 3 && !o.filter.grad_wire &&
+                              result.precision.gradients == Precision::fp32 &&
+                              group_link(c, base, Axis::dp).crosses_hosts;
+    if (!wire_matters) return consider(base);
+    for (ccl::GradWire wire : o.grad_wires) {
+      Layout l = base;
+      l.grad_wire = wire;
+      consider(l);
+    }
   });
   result.fitting_layouts = static_cast<int64_t>(fitting.size());
   auto faster = [](const Estimate& a, const Estimate& b) { return a.time.step_s < b.time.step_s; };

@@ -31,7 +31,15 @@ struct SearchOptions {
   // The dtypes the run trains in; unset: the cluster's [device] dtype throughout.
   std::optional<RunPrecision> precision;
   ZeroEngine engine;  // how ZeRO runs (memory and time): giant's parallel.* keys, or DeepSpeed's
+  // Gradient wire formats tried where the data-parallel group crosses hosts
+  // (ZeRO 0-2, fp32 gradients); elsewhere none, and the filter's when it fixes one.
+  std::vector<ccl::GradWire> grad_wires = {ccl::GradWire::none};
 };
+
+// The wires `giant plan` and parallel.auto choose among: int4 only when
+// asked, its error per step being 9x int8's, held back by error feedback alone.
+inline const std::vector<ccl::GradWire> kChosenGradWires = {ccl::GradWire::none, ccl::GradWire::bf16,
+                                                           ccl::GradWire::int8};
 
 struct SearchResult {
   RunPrecision precision;             // what the layouts were costed in

@@ -44,6 +44,8 @@ std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& clus
   options.engine = planner_engine(config);
   options.filter.zero = config.layout.zero;  // the trainer's stage, as set
   options.filter.recompute = config.layout.recompute;  // as set, like the stage
+  if (config.parallel.grad_wire_auto) options.grad_wires = planner::kChosenGradWires;
+  else options.filter.grad_wire = config.layout.grad_wire;
   // options.train_runs_only (the default) keeps to layouts this trainer runs.
   // train.precision is concrete here (auto is resolved before the layout is chosen).
   options.precision = planner_precision(config);
@@ -59,7 +61,8 @@ std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& clus
   const planner::Estimate& best = ranked.front();
   // The planner knows nothing of the trainer's own limits (heads, MLP and
   // vocabulary splitting over tp are checked again by check_layout).
-  config.layout = best.layout;  // the stage and recomputation as set (the filter kept them)
+  config.layout = best.layout;  // the stage and recomputation as set (the filter kept them), the wire chosen
+  config.parallel.grad_wire_auto = false;
   config.parallel.automatic = false;
   char line[512];
   std::snprintf(line, sizeof line,

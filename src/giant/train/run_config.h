@@ -30,6 +30,9 @@ struct ParallelSettings {
   double bucket_mb = 4;
   int64_t zero3_prefetch = 1;
   bool zero3_regather = true;
+  // parallel.grad_wire = auto: the planner chooses it under parallel.auto
+  // (RunConfig::layout.grad_wire stays none otherwise).
+  bool grad_wire_auto = true;
 };
 
 // How fp16 keeps small gradients from flushing to zero: the loss is scaled

@@ -55,6 +55,36 @@ RunKey compute_precision(const std::string& help) {
   return key;
 }
 
+// parallel.grad_wire: a wire format, or auto (the planner's choice under
+// parallel.auto, none otherwise).
+RunKey gradient_wire() {
+  const std::string name = "parallel.grad_wire";
+  const std::string help =
+      "what data-parallel gradients travel in between hosts: none (fp32), bf16 (2x smaller), int8 (3.9x) or int4 "
+      "(7.8x), with error feedback, inside a host fp32 (ZeRO 0-2); auto: the planner's choice under parallel.auto, "
+      "none otherwise";
+  RunKey key = described<RunConfig>(name, TunableKind::string, "none, bf16, int8, int4 or auto", help);
+  key.detail =
+      "Compression applies only to traffic that crosses hosts: on one host, or when no data-parallel group spans "
+      "hosts, it is a no-op, said once in the log. What each encoding drops is kept per rank (error feedback), "
+      "added to the next step's gradient, and saved in checkpoints.";
+  key.define = [=](Tunables& k, const RunConfig& d) {
+    k.define_string(name, d.parallel.grad_wire_auto ? "auto" : ccl::grad_wire_name(d.layout.grad_wire), help);
+  };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    const std::string& word = k.get_string(name);
+    c.parallel.grad_wire_auto = word == "auto";
+    c.layout.grad_wire = ccl::GradWire::none;
+    if (c.parallel.grad_wire_auto) return;
+    try {
+      c.layout.grad_wire = ccl::parse_grad_wire(word);
+    } catch (const Error&) {
+      throw ConfigError(name, "must be none, bf16, int8, int4 or auto, got '" + word + "'");
+    }
+  };
+  return key;
+}
+
 void add_model_keys(std::vector<RunKey>& keys) {
   using models::GptConfig;
   keys.push_back(integer("model.layers", in_model(&GptConfig::layers), any_int(), "transformer blocks"));
@@ -111,21 +141,12 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
     schedules.emplace_back(schedule_name(s), s);
   keys.push_back(choice("parallel.schedule", in_layout(&Layout::schedule), schedules,
                         "pipeline schedule: gpipe, 1f1b or interleaved"));
-  Names<ccl::GradWire> wires;
-  for (const auto& name : ccl::grad_wire_names()) wires.emplace_back(name, ccl::parse_grad_wire(name));
-  keys.push_back(followed_by(
-      detailed(choice("parallel.grad_wire", in_layout(&Layout::grad_wire), wires,
-                      "what data-parallel gradients travel in between hosts: none (fp32), bf16 (2x smaller), int8 "
-                      "(3.9x) or int4 (7.8x), with error feedback; inside a host they stay fp32 (ZeRO 0-2)"),
-               "Compression applies only to traffic that crosses hosts: on one host, or when no data-parallel "
-               "group spans hosts, it is a no-op, said once in the log. What each encoding drops is kept per rank "
-               "(error feedback) and added to the next step's gradient, and saved in checkpoints."),
-      [](RunConfig& c) {
-        if (c.layout.grad_wire != ccl::GradWire::none && c.layout.zero == 3) {
-          throw ConfigError("parallel.grad_wire", std::string("compresses data-parallel gradients at ZeRO stages 0-2; "
-                                                              "parallel.zero is 3 (use none)"));
-        }
-      }));
+  keys.push_back(followed_by(gradient_wire(), [](RunConfig& c) {
+    if (c.layout.grad_wire != ccl::GradWire::none && c.layout.zero == 3) {
+      throw ConfigError("parallel.grad_wire",
+                        "compresses data-parallel gradients at ZeRO stages 0-2; parallel.zero is 3 (use none or auto)");
+    }
+  }));
 }
 
 void check_batch_split(RunConfig& c) {
