@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Convergence with a compressed gradient wire: the default model trained at
 # dp=4 across 2 emulated hosts (giant launch --emulate 2x2, root) with
-# parallel.grad_wire = none and with each wire asked for, the same seed and
+# parallel.grad_wire = none and with each wire asked for (micro-batch 4, so
+# the global batch of 16 is one micro-batch per rank), the same seed and
 # data; prints each run's final validation loss and its change from none's.
 #
 # usage: bench/cluster/grad_wire_convergence.sh [BUILD_DIR] [--steps 300] [--wires "int8 int4"]
@@ -36,7 +37,7 @@ baseline=
 for wire in none $wires; do
   run=$tmp/$wire
   start=$(date +%s)
-  "$giant" launch --emulate 2x2 --link-rate "$link_rate" -- "$giant" train --set parallel.dp=4 --set train.threads=1 \
+  "$giant" launch --emulate 2x2 --link-rate "$link_rate" -- "$giant" train --set parallel.dp=4 --set train.micro_batch=4 --set train.threads=1 \
     --set train.steps="$steps" --set parallel.grad_wire=\""$wire"\" --set train.sample_tokens=0 \
     --set train.out_dir=\""$run"\" > "$run.log" 2>&1 || fail "$run.log" "grad_wire $wire"
   read -r val_loss tokens <<< "$(summary_fields "$run/metrics.jsonl" val_loss tokens_per_s_median)"

@@ -61,5 +61,37 @@ TEST(AutoLayout, ThePlannerCostsTheRunsPrecision) {
   EXPECT_EQ(choose(old, {"train.precision=\"fp32\""}).find("no fp32 rates"), std::string::npos);
 }
 
+// 2 hosts of 2 shm ranks on a slow link: what the run leaves unset (the
+// ZeRO stage, recomputation, the gradient wire) the planner chooses; what
+// it sets, it keeps.
+TEST(AutoLayout, ChoosesTheStageRecomputationAndWireOnlyWhenLeftUnset) {
+  const test::TempDir dir("giant-auto-layout-unset");
+  const std::string file = dir.file(
+      "cluster.toml",
+      "name = \"two hosts\"\nhosts = 2\ndevices_per_host = 2\n"
+      "[device]\ntype = \"cpu\"\nmemory_gib = 8\nmemory_gbytes_per_s = 10\ndtype_bytes = 4\n"
+      "peak_tflops = 0.1\ngemm_efficiency = 1\ngemm_half_dim = 40\nelementwise_gbytes_per_s = 19\n"
+      "[intra_host]\ntransport = \"shm\"\nbandwidth_gbytes_per_s = 10\nlatency_us = 10\nefficiency = 1\n"
+      "[inter_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 0.002\nlatency_us = 100\nefficiency = 1\n");
+  auto choose = [&](std::vector<std::string> overrides) {
+    for (const char* key : {"parallel.auto=true", "train.precision=\"fp32\"", "model.layers=2", "model.hidden=256",
+                            "model.heads=2", "model.seq_len=256", "model.vocab=256", "train.global_batch=32"})
+      overrides.push_back(key);
+    overrides.push_back("parallel.cluster=\"" + file + "\"");
+    RunConfig c = run_config_from(test::keys_with(overrides));
+    const std::string line = choose_layout(c, 4);
+    std::printf("%s\n", line.c_str());
+    return c;
+  };
+  const RunConfig chosen = choose({});
+  EXPECT_NE(chosen.layout.grad_wire, ccl::GradWire::none) << chosen.layout.describe();
+  EXPECT_EQ(chosen.layout.zero, 0) << chosen.layout.describe();  // compressed gradients need no gather after
+  EXPECT_FALSE(chosen.parallel.grad_wire_auto);
+  const RunConfig kept = choose({"parallel.zero=2", "train.recompute=\"full\"", "parallel.grad_wire=\"none\""});
+  EXPECT_EQ(kept.layout.zero, 2);
+  EXPECT_EQ(kept.layout.recompute, Recompute::full);
+  EXPECT_EQ(kept.layout.grad_wire, ccl::GradWire::none);
+}
+
 }  // namespace
 }  // namespace giant::train

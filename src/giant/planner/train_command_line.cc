@@ -39,6 +39,7 @@ TrainCommandLine train_command_line(const ModelSpec& m, const ClusterSpec& c, co
   set_int("parallel.zero", l.zero);
   set_int("train.micro_batch", l.micro_batch);
   set("train.recompute", recompute_name(l.recompute));
+  if (l.grad_wire != ccl::GradWire::none) set("parallel.grad_wire", ccl::grad_wire_name(l.grad_wire));
   set("train.precision", precision_name(plan.precision.compute));
   set("train.grad_dtype", precision_name(plan.precision.gradients));
   return command;

@@ -42,8 +42,8 @@ std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& clus
   const planner::ModelSpec model = planner_model(config);
   planner::SearchOptions options;
   options.engine = planner_engine(config);
-  options.filter.zero = config.layout.zero;  // the trainer's stage, as set
-  options.filter.recompute = config.layout.recompute;  // as set, like the stage
+  if (config.parallel.zero_set) options.filter.zero = config.layout.zero;
+  if (config.parallel.recompute_set) options.filter.recompute = config.layout.recompute;
   if (config.parallel.grad_wire_auto) options.grad_wires = planner::kChosenGradWires;
   else options.filter.grad_wire = config.layout.grad_wire;
   // options.train_runs_only (the default) keeps to layouts this trainer runs.
@@ -61,7 +61,7 @@ std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& clus
   const planner::Estimate& best = ranked.front();
   // The planner knows nothing of the trainer's own limits (heads, MLP and
   // vocabulary splitting over tp are checked again by check_layout).
-  config.layout = best.layout;  // the stage and recomputation as set (the filter kept them), the wire chosen
+  config.layout = best.layout;  // the stage, recomputation and wire as set or chosen
   config.parallel.grad_wire_auto = false;
   config.parallel.automatic = false;
   char line[512];

@@ -33,6 +33,10 @@ struct ParallelSettings {
   // parallel.grad_wire = auto: the planner chooses it under parallel.auto
   // (RunConfig::layout.grad_wire stays none otherwise).
   bool grad_wire_auto = true;
+  // parallel.zero and train.recompute were set (not defaults): parallel.auto
+  // keeps them; otherwise it chooses them.
+  bool zero_set = false;
+  bool recompute_set = false;
 };
 
 // How fp16 keeps small gradients from flushing to zero: the loss is scaled

@@ -85,6 +85,19 @@ RunKey gradient_wire() {
   return key;
 }
 
+// A key parallel.auto chooses when it is left at its default: `set` records
+// whether a config file, the environment or the command line set it.
+RunKey auto_unless_set(RunKey key, bool ParallelSettings::*set) {
+  const auto read = key.read;
+  const std::string name = key.name;
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    read(k, c);
+    c.parallel.*set = k.source(name) != TunableSource::defaults;
+  };
+  key.help += " (unset under parallel.auto: the planner's choice)";
+  return key;
+}
+
 void add_model_keys(std::vector<RunKey>& keys) {
   using models::GptConfig;
   keys.push_back(integer("model.layers", in_model(&GptConfig::layers), any_int(), "transformer blocks"));
@@ -116,16 +129,18 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
   keys.push_back(text("parallel.partition", in_parallel(&P::partition), Empty::allowed,
                       "how layers are cut into pipeline stages: uniform, parameters, type:REGEX or manual:N0,N1,..."));
   keys.push_back(boolean("parallel.auto", in_parallel(&P::automatic),
-                         "let the planner choose dp, tp, pp, the schedule and the micro-batch for the ranks started"));
+                         "let the planner choose dp, tp, pp, their placement, the schedule, the micro-batch and, where "
+                         "left unset, the ZeRO stage, recomputation and gradient wire for the ranks started"));
   keys.push_back(text("parallel.cluster", in_parallel(&P::cluster), Empty::allowed,
                       "cluster file for parallel.auto (from giant plan --calibrate; empty: the cluster is measured at start-up "
                       "and written to <train.out_dir>/cluster.toml)"));
   keys.push_back(real("parallel.bucket_mb", in_parallel(&P::bucket_mb), positive(),
                       "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)"));
-  keys.push_back(integer("parallel.zero", in_layout(&Layout::zero), one_of_range(0, kMaxZeroStage),
-                         "ZeRO stage over the dp ranks: 0 keeps everything on every rank, 1 shards the optimizer "
-                         "state, 2 also the gradients, 3 also the parameters (each layer gathered just before it "
-                         "runs)"));
+  keys.push_back(auto_unless_set(
+      integer("parallel.zero", in_layout(&Layout::zero), one_of_range(0, kMaxZeroStage),
+              "ZeRO stage over the dp ranks: 0 keeps everything on every rank, 1 shards the optimizer state, 2 "
+              "also the gradients, 3 also the parameters (each layer gathered just before it runs)"),
+      &ParallelSettings::zero_set));
   keys.push_back(integer("parallel.zero3_prefetch", in_parallel(&P::zero3_prefetch), not_negative(),
                          "ZeRO-3: layers whose parameter gather starts ahead of the one running"));
   keys.push_back(boolean("parallel.zero3_regather", in_parallel(&P::zero3_regather),
@@ -164,9 +179,11 @@ void add_step_keys(std::vector<RunKey>& keys) {
   const Names<Recompute> recomputes = {{"none", Recompute::none},
                                                 {"selective", Recompute::selective},
                                                 {"full", Recompute::full}};
-  keys.push_back(choice("train.recompute", in_layout(&Layout::recompute), recomputes,
-                        "activation recomputation: none, selective (the attention core is recomputed in backward) or "
-                        "full (each block keeps only its input and runs its forward again in backward)"));
+  keys.push_back(auto_unless_set(
+      choice("train.recompute", in_layout(&Layout::recompute), recomputes,
+             "activation recomputation: none, selective (the attention core is recomputed in backward) or full "
+             "(each block keeps only its input and runs its forward again in backward)"),
+      &ParallelSettings::recompute_set));
   keys.push_back(detailed(
       real("train.memory_limit_gb", in_train(&T::memory_limit_gb), not_negative_real("0: the device's", true),
            "memory a rank may use, in GiB (0: the host's physical memory shared by the ranks); a run predicted "
