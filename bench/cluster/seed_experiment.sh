@@ -72,22 +72,23 @@ model=(--set model.layers=$layers --set model.hidden=$hidden --set model.heads=$
 printf '[model]\nlayers = %s\nhidden = %s\nheads = %s\nseq_len = 256\nvocab = 256\n[train]\nglobal_batch = %s\n' \
   "$layers" "$hidden" "$heads" "$global_batch" > "$tmp/model.toml"
 
-# system H R -> its train flags
+# system H R -> its train flags (one line: the caller reads one)
 system_flags() {
   case $1 in
     auto) echo "--set parallel.auto=true" ;;
-    megatron) echo "--set parallel.tp=$3 --set parallel.pp=$2 --set parallel.dp=1 --set parallel.schedule=\"1f1b\"
-                    --set parallel.zero=0 --set train.micro_batch=1" ;;
+    megatron) echo "--set parallel.tp=$3 --set parallel.pp=$2 --set parallel.dp=1 --set parallel.schedule=\"1f1b\"" \
+                   "--set parallel.zero=0 --set train.micro_batch=1" ;;
     zero3) echo "--set parallel.dp=$(( $2 * $3 )) --set parallel.zero=3 --set train.micro_batch=$(( global_batch / ($2 * $3) ))" ;;
     dp) echo "--set parallel.dp=$(( $2 * $3 )) --set parallel.zero=0 --set train.micro_batch=$(( global_batch / ($2 * $3) ))" ;;
   esac
 }
-# system H R -> the --layout of giant plan for it (auto: its own choice, read from its log)
+# system H R -> the --layout of giant plan for it (auto: its own choice, read
+# from its log; the others send gradients uncompressed, as they run)
 system_layout() {
   case $1 in
-    megatron) echo "tp=$3,pp=$2,dp=1,mb=1,schedule=1f1b,zero=0,recompute=none" ;;
-    zero3) echo "tp=1,pp=1,dp=$(( $2 * $3 )),mb=$(( global_batch / ($2 * $3) )),zero=3,recompute=none" ;;
-    dp) echo "tp=1,pp=1,dp=$(( $2 * $3 )),mb=$(( global_batch / ($2 * $3) )),zero=0,recompute=none" ;;
+    megatron) echo "tp=$3,pp=$2,dp=1,mb=1,schedule=1f1b,zero=0,recompute=none,wire=none" ;;
+    zero3) echo "tp=1,pp=1,dp=$(( $2 * $3 )),mb=$(( global_batch / ($2 * $3) )),zero=3,recompute=none,wire=none" ;;
+    dp) echo "tp=1,pp=1,dp=$(( $2 * $3 )),mb=$(( global_batch / ($2 * $3) )),zero=0,recompute=none,wire=none" ;;
   esac
 }
 

@@ -54,24 +54,53 @@ TEST(AutoCluster, TheMeasuredClusterKeepsTensorParallelGroupsInsideAHost) {
   EXPECT_GT(cluster.intra_host.bandwidth_bytes_per_s, 10 * cluster.inter_host.bandwidth_bytes_per_s);
 }
 
+// Runs `giant plan --calibrate` on an emulated cluster of `hosts` hosts of
+// one rank, each link capped at `rate`; returns the cluster it wrote and
+// its log.
+planner::ClusterSpec calibrate_under_launcher(const test::TempDir& dir, int hosts, const std::string& rate,
+                                              std::string& text) {
+  const std::string file = dir.path() + "/cluster.toml", log = dir.path() + "/plan.log";
+  const std::string command = test::giant_binary() + " launch --emulate " + std::to_string(hosts) +
+                              "x1 --link-rate " + rate + " -- " + test::giant_binary() + " plan --calibrate --out " +
+                              file + " > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  text = test::read_file(log);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  return planner::load_cluster_toml(file);
+}
+
 // giant plan --calibrate under the launcher measures the same way, and its
 // file is one giant plan reads.
 TEST(AutoCluster, PlanCalibrateUnderALauncherMeasuresTheLaunchedCluster) {
   ASSERT_EQ(::geteuid(), 0u) << "giant launch --emulate needs root (CI runs as root)";
   const test::TempDir dir("giant-plan-calibrate");
-  const std::string file = dir.path() + "/cluster.toml", log = dir.path() + "/plan.log";
-  const std::string command = test::giant_binary() + " launch --emulate 2x1 --link-rate 200mbit -- " +
-                              test::giant_binary() + " plan --calibrate --out " + file + " > " + log + " 2>&1";
-  const int status = std::system(command.c_str());
-  const std::string text = test::read_file(log);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  std::string text;
+  const planner::ClusterSpec cluster = calibrate_under_launcher(dir, 2, "200mbit", text);
   EXPECT_NE(text.find("[rank 0] giant plan: measured the cluster in "), std::string::npos) << text;
-  const planner::ClusterSpec cluster = planner::load_cluster_toml(file);
   EXPECT_EQ(cluster.hosts, 2);
   EXPECT_EQ(cluster.devices_per_host, 1);
   EXPECT_LT(cluster.inter_host.bandwidth_bytes_per_s, 25e6 * 1.05);  // 200 Mbit/s
-  const int plan = std::system((test::giant_binary() + " plan --model gpt-125m --cluster " + file + " > " + log + " 2>&1").c_str());
+  const std::string log = dir.path() + "/plan.log";
+  const int plan = std::system((test::giant_binary() + " plan --model gpt-125m --cluster " + dir.path() +
+                                "/cluster.toml > " + log + " 2>&1").c_str());
   EXPECT_TRUE(WIFEXITED(plan) && WEXITSTATUS(plan) == 0) << test::read_file(log);
+}
+
+// A link so slow that a megabyte takes seconds is timed on what it moves
+// in the probe's share of the budget, and at its rate: neither the budget
+// overrun by a fixed message size nor the rate overstated by a burst.
+TEST(AutoCluster, ASlowLinkIsMeasuredAtItsRateWithinTheBudget) {
+  ASSERT_EQ(::geteuid(), 0u) << "giant launch --emulate needs root (CI runs as root)";
+  const test::TempDir dir("giant-plan-calibrate-slow");
+  std::string text;
+  const planner::ClusterSpec cluster = calibrate_under_launcher(dir, 2, "2mbit", text);
+  std::smatch measured;
+  ASSERT_TRUE(std::regex_search(text, measured, std::regex(R"(measured the cluster in ([0-9.]+) s)"))) << text;
+  EXPECT_LE(std::stod(measured[1]), 20.0) << "the probes' budget is 20 s";
+  // 2 Mbit/s each way is 250 kB/s; TCP's headers and acknowledgements keep
+  // a few percent of it.
+  EXPECT_LT(cluster.inter_host.bandwidth_bytes_per_s, 250e3 * 1.02) << text;
+  EXPECT_GT(cluster.inter_host.bandwidth_bytes_per_s, 250e3 * 0.8) << text;
 }
 
 }  // namespace

@@ -50,14 +50,23 @@ int parse_count(const std::string& text, const std::string& what, int most) {
   return value;
 }
 
-// tc's token bucket for one link end. The bucket must hold a whole GSO
-// segment (64 KiB) or large sends stall, and at high rates 5 ms of traffic
-// so the kernel's timer can keep up; the queue holds 50 ms.
-std::string token_bucket(double bits_per_s) {
-  const auto burst_bytes = static_cast<long long>(std::max(256.0 * 1024, bits_per_s / 8 * 0.005));
-  return " root tbf rate " + std::to_string(std::llround(bits_per_s)) + "bit burst " + std::to_string(burst_bytes) +
-         "b latency 50ms";
+// tc's token bucket for one link end. Its bucket is what the link passes
+// at once after an idle spell: at high rates 5 ms of traffic, so the
+// kernel's timer keeps up, and never under 16 KiB; a bucket of a fixed
+// size would let a slow link carry whole messages at once and look faster
+// than its rate. The queue holds 50 ms.
+long long token_bucket_bytes(double bits_per_s) {
+  return static_cast<long long>(std::max(16.0 * 1024, bits_per_s / 8 * 0.005));
 }
+
+std::string token_bucket(double bits_per_s) {
+  return " root tbf rate " + std::to_string(std::llround(bits_per_s)) + "bit burst " +
+         std::to_string(token_bucket_bytes(bits_per_s)) + "b latency 50ms";
+}
+
+// The largest segment TCP may hand a capped veth (64 KiB by default): half
+// the bucket, as a segment larger than the bucket stalls.
+long long segment_bytes(double bits_per_s) { return std::min(64LL * 1024, token_bucket_bytes(bits_per_s) / 2); }
 
 }  // namespace
 
@@ -94,6 +103,7 @@ EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::str
   for (int h = 0; h < spec.hosts; ++h) names_.push_back(prefix_ + std::to_string(h));
   uplink_ = "gemu" + std::to_string(::getpid());  // this namespace's end: at most 15 characters
   const std::string cap = spec.link_bits_per_s > 0 ? token_bucket(spec.link_bits_per_s) : "";
+  const std::string segment = std::to_string(segment_bytes(spec.link_bits_per_s));
 
   std::string script = "set -e; exec 9>" + std::string(kSubnetLock) + "; flock 9; n=1; " +
                        "while ip -4 -o addr show | grep -q \" 10\\.79\\.$n\\.\"; do n=$((n+1)); [ $n -lt 255 ]; done; "
@@ -113,6 +123,7 @@ EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::str
     add("ip -n " + host + " addr add 10.79.$n." + std::to_string(h + 1) + "/24 dev veth0");
     add("ip -n " + host + " link set veth0 up");
     if (!cap.empty()) {
+      add("ip -n " + host + " link set dev veth0 gso_max_size " + segment);
       add("tc -n " + host + " qdisc add dev veth0" + cap);           // what the host sends
       add("tc -n " + switch_name_ + " qdisc add dev " + port + cap);  // what it receives
     }

@@ -64,7 +64,8 @@ double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int6
 // layer runs between its GEMMs, each on a rows x cols tensor of the dtype
 // with its output freshly allocated, as in training: layer norm (in fp32,
 // as the models run it) and softmax over rows, GeLU, a residual add and a transposing copy (the head split).
-// Total bytes over total time, medians of 5 after a warm-up.
+// Total bytes over total time: medians of 5 after a warm-up, or with
+// min_seconds > 0 the mean over rounds of all kernels for that long.
 double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_t cols, double min_seconds) {
   torch::NoGradGuard no_grad;
   const auto type = torch::dtype(scalar_type_of(precision));
@@ -83,10 +84,14 @@ double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_
       {[&] { return x.t().contiguous(); }, 2 * n},
   };
   double bytes = 0, seconds = 0;
-  for (const auto& kernel : kernels) {
-    bytes += kernel.bytes;
-    seconds += seconds_per_call([&] { kernel.run(); }, 5, min_seconds);
+  for (const auto& kernel : kernels) bytes += kernel.bytes;
+  if (min_seconds > 0) {
+    // All kernels in turn over one window: a kernel timed alone for a few
+    // milliseconds sees whichever share of the core the scheduler gave it then.
+    seconds = seconds_per_call([&] { for (const auto& kernel : kernels) kernel.run(); }, 1, min_seconds);
+    return bytes / seconds;
   }
+  for (const auto& kernel : kernels) seconds += seconds_per_call([&] { kernel.run(); }, 5, 0);
   return bytes / seconds;
 }
 

@@ -17,7 +17,7 @@ namespace giant::train {
 double measure_linear_gemm_flops(Precision precision, int64_t m, int64_t n, int64_t k, double min_seconds = 0);
 // Bytes read + written per second by a layer's elementwise kernels (layer
 // norm, softmax, GeLU, residual add, a transposing copy) on rows x cols
-// tensors; min_seconds per kernel as above.
+// tensors; min_seconds > 0: the mean over rounds of all of them for that long.
 double measure_elementwise_bytes_per_s(Precision precision, int64_t rows, int64_t cols, double min_seconds = 0);
 
 // Probes on libtorch's CPU kernels: a device is one rank on one core, as

@@ -23,15 +23,16 @@ namespace giant::train {
 namespace {
 
 constexpr int64_t kLatencyBytes = 64;  // small enough that the time is latency
-constexpr int64_t kPilotBytes = 256 << 10;
-constexpr int64_t kMinLargeBytes = 1 << 20;
+constexpr int64_t kPilotBytes = 64 << 10;
 constexpr int64_t kMaxLargeBytes = 64 << 20;
 constexpr int kRepeats = 3;
 constexpr int64_t kCopyBytes = 32 << 20;
 constexpr double kMostSecondsPerLink = 2.0;
 // Each rate is kept up this long: many of the scheduler's time slices, so a
 // rank sharing its core with others measures its share, not a lucky slice.
-constexpr double kSustainedSeconds = 0.1;
+constexpr double kSustainedSeconds = 0.25;
+// The elementwise kernels are short: their round is kept up longer.
+constexpr double kElementwiseSeconds = 0.5;
 
 // Agrees values over comm in one allreduce: every rank gets, for each, the
 // smallest or the largest (op) any rank has.
@@ -43,15 +44,15 @@ std::vector<double> agreed(ccl::Communicator& comm, const std::vector<double>& v
 
 double agreed_max(ccl::Communicator& comm, double value) { return agreed(comm, {value}, ccl::ReduceOp::max)[0]; }
 
-// Median over kRepeats of one allreduce of `bytes`, after a warm-up; the
-// ranks agree on the slowest median (the same figure everywhere).
-double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats) {
+// Median over `repeats` of one allreduce of `bytes`, after a warm-up when
+// asked; the ranks agree on the slowest median (the same figure everywhere).
+double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats, bool warm_up = true) {
   std::vector<float> buffer(static_cast<size_t>(std::max<int64_t>(1, bytes / 4)), 1.0f);
   ccl::AllreduceOptions options;
   options.input = buffer.data();
   options.output = buffer.data();
   options.count = buffer.size();
-  ccl::allreduce(comm, options).wait();
+  if (warm_up) ccl::allreduce(comm, options).wait();
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
     Stopwatch watch;
@@ -61,18 +62,25 @@ double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats) {
   return agreed_max(comm, median(times));
 }
 
-// The two allreduce sizes on comm: the large one sized from a pilot so that
-// its repeats take about `seconds`.
+// The two allreduce sizes on comm. The large one grows from a pilot until
+// one allreduce takes its share of `seconds` (the repeats and a warm-up
+// fit in them), so a fast link is timed on megabytes, well past its
+// latency, and a slow one on what it moves in that time, never on more.
 planner::AllreduceTimes time_link(ccl::Communicator& comm, double seconds) {
   planner::AllreduceTimes t;
   t.ranks = comm.size();
   t.small_bytes = kLatencyBytes;
-  t.small_s = allreduce_seconds(comm, kLatencyBytes, 5);
-  const double pilot_s = allreduce_seconds(comm, kPilotBytes, 1);
-  const double bytes_per_s = static_cast<double>(kPilotBytes) / std::max(pilot_s, 1e-6);
-  const double fitting = bytes_per_s * seconds / (kRepeats + 1);
-  t.large_bytes = std::clamp(static_cast<int64_t>(fitting) / 4 * 4, kMinLargeBytes, kMaxLargeBytes);
-  t.large_s = allreduce_seconds(comm, t.large_bytes, kRepeats);
+  t.small_s = allreduce_seconds(comm, kLatencyBytes, 5);  // also opens the connections
+  const double each_s = seconds / (kRepeats + 1);
+  int64_t bytes = kPilotBytes;
+  double once_s = allreduce_seconds(comm, bytes, 1, false);
+  while (once_s < each_s / 2 && bytes < kMaxLargeBytes) {
+    const double growth = std::clamp(each_s / std::max(once_s, 1e-6), 2.0, 16.0);
+    bytes = std::min(kMaxLargeBytes, static_cast<int64_t>(static_cast<double>(bytes) * growth) / 4 * 4);
+    once_s = allreduce_seconds(comm, bytes, 1, false);
+  }
+  t.large_bytes = bytes;
+  t.large_s = allreduce_seconds(comm, bytes, kRepeats, false);
   return t;
 }
 
@@ -89,7 +97,7 @@ std::vector<double> slowest_rates(ccl::Communicator* world, const ClusterProbeOp
     rates.push_back(measure_linear_gemm_flops(o.precision, m, n, k, kSustainedSeconds));
   }
   rates.push_back(measure_elementwise_bytes_per_s(o.precision, calibration.elementwise_rows,
-                                                  calibration.elementwise_cols, kSustainedSeconds / 5));
+                                                  calibration.elementwise_cols, kElementwiseSeconds));
   rates.push_back(planner::measure_memory_bandwidth(kCopyBytes, kRepeats));
   if (world != nullptr && world->size() > 1) rates = agreed(*world, rates, ccl::ReduceOp::min);
   return rates;
