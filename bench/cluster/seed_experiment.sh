@@ -24,7 +24,8 @@
 # usage: bench/cluster/seed_experiment.sh [BUILD_DIR] [--quick] [--reps 3] [--steps 4 (quick: 3)]
 #            [--topologies "2x2 4x1"] [--out DIR]
 #   --quick: 2 layers x hidden 256, global batch 32, 2x2 only, 3 steps a run
-# Output: one line per run, then the table (text) and DIR/seed_experiment.json.
+# Output: one line per run, then the table (text) and DIR/seed_experiment.json
+# (beside it the runs, the model and the clusters the auto runs measured).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/train/common.sh
@@ -175,3 +176,5 @@ for topology in sorted({r["topology"] for r in rows}):
 json.dump(rows, open(out, "w"), indent=1)
 print("json:", out)
 EOF
+# What the table came from, for a later giant plan --cluster: the runs and the measured clusters.
+cp "$tmp/runs.txt" "$tmp/predictions.txt" "$tmp/model.toml" "$tmp"/cluster-*.toml "$out/"

@@ -36,6 +36,10 @@ struct StageTimes {
 struct Zero3Layer {
   double gather_s = 0, reduce_scatter_s = 0;
   double prefetched_share = 1;  // of a layer's gather that can start before the layer runs
+  // The embedding's unit, on the stages holding it: gathered before the
+  // first layer (nothing to hide behind) and reduce-scattered after the
+  // last backward (nothing after it).
+  double embedding_gather_s = 0, embedding_reduce_scatter_s = 0;
 };
 
 Zero3Layer zero3_layer(const ModelSpec& m, const ClusterSpec& c, const Layout& l, const RunPrecision& precision,
@@ -48,6 +52,11 @@ Zero3Layer zero3_layer(const ModelSpec& m, const ClusterSpec& c, const Layout& l
   const bool ccl_runs_it = !engine.deepspeed;
   z.gather_s = zero_movement_seconds(layer_elements * precision.compute_bytes(), c, dp_group, ccl_runs_it);
   z.reduce_scatter_s = zero_movement_seconds(layer_elements * precision.gradient_bytes(), c, dp_group, ccl_runs_it);
+  const double embedding_elements = embedding_parameters(m) / l.tp;  // vocabulary-parallel
+  z.embedding_gather_s =
+      zero_movement_seconds(embedding_elements * precision.compute_bytes(), c, dp_group, ccl_runs_it);
+  z.embedding_reduce_scatter_s =
+      zero_movement_seconds(embedding_elements * precision.gradient_bytes(), c, dp_group, ccl_runs_it);
   if (engine.deepspeed) {
     // Per-tensor collectives: the ring's latency once per tensor.
     const double extra_latency = (kDeepSpeedCollectivesPerLayer - 1) * (dp_link.size - 1) * dp_link.latency_s;
@@ -117,8 +126,12 @@ StageTimes stage_times(const ModelSpec& m, const ClusterSpec& c, const Layout& l
       tp_f += loss_collectives;
       tp_b += tp_collective;
     }
-    const double f = zero3_pass_seconds(compute_f + tp_f, blocks, zero3, false);
-    const double b = zero3_pass_seconds(compute_b + tp_b, blocks, zero3, true);
+    double f = zero3_pass_seconds(compute_f + tp_f, blocks, zero3, false);
+    double b = zero3_pass_seconds(compute_b + tp_b, blocks, zero3, true);
+    if (stage == 0 || stage == p * v - 1) {  // the embedding, tied to the logit layer
+      f += zero3.embedding_gather_s;
+      b += zero3.embedding_reduce_scatter_s;
+    }
     t.costs.forward_s.push_back(f);
     t.costs.backward_s.push_back(b);
     if (stage % p == p - 1) {  // the last rank carries the logits: the busiest
