@@ -54,14 +54,17 @@ int parse_count(const std::string& text, const std::string& what, int most) {
 // at once after an idle spell: at high rates 5 ms of traffic, so the
 // kernel's timer keeps up, and never under 16 KiB; a bucket of a fixed
 // size would let a slow link carry whole messages at once and look faster
-// than its rate. The queue holds 50 ms.
+// than its rate. The queue holds 50 ms of traffic and never under 256 KiB,
+// as a switch port's buffer: a shallower one drops the bursts of several
+// streams at once and TCP's recoveries leave the link idle.
 long long token_bucket_bytes(double bits_per_s) {
   return static_cast<long long>(std::max(16.0 * 1024, bits_per_s / 8 * 0.005));
 }
 
 std::string token_bucket(double bits_per_s) {
+  const auto queue_bytes = static_cast<long long>(std::max(256.0 * 1024, bits_per_s / 8 * 0.05));
   return " root tbf rate " + std::to_string(std::llround(bits_per_s)) + "bit burst " +
-         std::to_string(token_bucket_bytes(bits_per_s)) + "b latency 50ms";
+         std::to_string(token_bucket_bytes(bits_per_s)) + "b limit " + std::to_string(queue_bytes) + "b";
 }
 
 // The largest segment TCP may hand a capped veth (64 KiB by default): half
