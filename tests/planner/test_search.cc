@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "giant/planner/cost_model.h"
+#include "giant/planner/low_rank_wire_model.h"
 #include "giant/planner/model_layout.h"
 #include "giant/planner/plan_report.h"
 #include "giant/planner/search.h"
@@ -211,6 +212,40 @@ TEST(Search, GradientWireOnlyWhereDataParallelCrossesASlowLink) {
   SearchOptions bf16_gradients = options;
   bf16_gradients.precision = RunPrecision{Precision::bf16, Precision::bf16};
   for (const auto& e : search_layouts(m, slow, bf16_gradients).best) EXPECT_EQ(e.layout.grad_wire, ccl::GradWire::none);
+}
+
+TEST(Search, ALowRankWireIsCostedByItsFactorsAndOnlyAtZeroStagesZeroAndOne) {
+  // 2 layers x hidden 256, vocabulary and sequence 256, tp 1, rank 4: per
+  // layer the factors of qkv (768 x 256), projection (256 x 256), fc1
+  // (1024 x 256) and fc2 (256 x 1024), 4 x 2304 left and 4 x 1792 right,
+  // its 3328 vector elements whole; both embeddings (256 x 256) as factors.
+  ModelSpec m = model(2, 256, 2, 256, 32);
+  m.vocab = 256;
+  Layout l;
+  l.dp = 4;
+  l.grad_wire = ccl::GradWire::powersgd4;
+  const LowRankWireElements e = low_rank_wire_elements(m, l, 0, 4);
+  EXPECT_DOUBLE_EQ(e.p, 2 * (4 * 2304 + 3328) + 2 * 4 * 256);
+  EXPECT_DOUBLE_EQ(e.q, 2 * 4 * 1792 + 2 * 4 * 256);
+
+  ClusterSpec slow = small_cluster(2, 2, 80, Transport::tcp);
+  slow.inter_host.bandwidth_bytes_per_s = 2e6 / 8;
+  slow = slow.resolved();
+  SearchOptions options;
+  options.filter = parse_layout_filter("tp=1,pp=1,dp=4");
+  options.precision = RunPrecision{Precision::fp32, Precision::fp32};
+  options.filter.grad_wire = ccl::GradWire::powersgd4;
+  const SearchResult low_rank = search_layouts(m, slow, options);
+  ASSERT_FALSE(low_rank.best.empty());
+  for (const auto& e : low_rank.best) EXPECT_LE(e.layout.zero, 1) << e.layout.describe();
+  options.filter.grad_wire = ccl::GradWire::int8;
+  options.filter.zero = 0;
+  const SearchResult int8 = search_layouts(m, slow, options);
+  ASSERT_FALSE(int8.best.empty());
+  EXPECT_LT(low_rank.best.front().time.step_s, 0.5 * int8.best.front().time.step_s)
+      << "on a 2 Mbit/s link the factors' few bytes win";
+  // Its convergence costs more than the planner weighs: never chosen unasked.
+  for (ccl::GradWire wire : kChosenGradWires) EXPECT_EQ(ccl::low_rank_of(wire), 0);
 }
 
 TEST(Search, Gpt175bOn1024DevicesPlansQuickly) {

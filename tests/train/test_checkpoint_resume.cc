@@ -130,6 +130,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"dp4_int8_two_hosts", 4,
                            "--set parallel.dp=4 --set parallel.zero=2 --set parallel.grad_wire=\\\"int8\\\" "
                            "--set ccl.host_id=\\\"h$((GIANT_RANK/2))\\\""},
+                      // The low-rank wire: each rank's residuals and the shared factors.
+                      Case{"dp4_powersgd_two_hosts", 4,
+                           "--set parallel.dp=4 --set parallel.zero=1 --set parallel.grad_wire=\\\"powersgd:2\\\" "
+                           "--set ccl.host_id=\\\"h$((GIANT_RANK/2))\\\""},
                       // fp16 has no CPU kernels in this libtorch (the run is refused): the
                       // loss scaler's state is checked under bf16 with dynamic scaling.
                       Case{"bf16_loss_scaling", 1,

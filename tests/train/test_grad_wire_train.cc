@@ -19,7 +19,11 @@ const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.tx
 
 TEST(GradWireTrain, BadSettingsAreRefusedNamingTheKey) {
   expect_bad_input("train --set parallel.grad_wire=\\\"int2\\\"",
-                   "'parallel.grad_wire': must be none, bf16, int8, int4 or auto, got 'int2'");
+                   "'parallel.grad_wire': must be none, bf16, int8, int4, powersgd:1, powersgd:2, powersgd:4, "
+                   "powersgd:8 or auto, got 'int2'");
+  expect_bad_input("train --set parallel.grad_wire=\\\"powersgd:3\\\"", "'parallel.grad_wire': must be none");
+  expect_bad_input("train --set parallel.zero=2 --set parallel.dp=2 --set parallel.grad_wire=\\\"powersgd:4\\\"",
+                   "'parallel.grad_wire': powersgd:4 needs whole gradients, kept at ZeRO stages 0-1");
   expect_bad_input("train --set parallel.zero=3 --set parallel.dp=2 --set parallel.grad_wire=\\\"int8\\\"",
                    "'parallel.grad_wire': compresses data-parallel gradients at ZeRO stages 0-2");
   expect_bad_input("train --set train.precision=\\\"bf16\\\" --set train.grad_dtype=\\\"bf16\\\" "
@@ -68,6 +72,36 @@ TEST(GradWireTrain, CompressedRunsTrainAsTheUncompressedOneAcrossTwoHosts) {
       }
       EXPECT_NE(losses.back(), reference.back()) << name << ": nothing was compressed";
     }
+  }
+}
+
+// powersgd:4 against none over two hosts at ZeRO 0 and 1: a rank-4
+// approximation of each step's average changes the parameters by more
+// than a codec's rounding, but with error feedback the losses of these
+// twelve steps stay within 3% of none's (measured: 0.9% at the worst step).
+// Over 300 steps it falls behind (docs/benchmarks.md).
+TEST(GradWireTrain, ALowRankRunTrainsAsTheUncompressedOneAcrossTwoHosts) {
+  TempDir dir("giant-grad-wire-low-rank");
+  const std::string none_out = dir.path() + "/none";
+  ASSERT_EQ(run_launch(dir.path(), run_args(none_out, kTwoHosts), 4, "none.log"), 0)
+      << read_file(dir.path() + "/none.log");
+  const std::vector<double> reference = losses_of(none_out + "/metrics.jsonl");
+  for (const std::string zero : {"0", "1"}) {
+    const std::string name = "powersgd_zero" + zero, out = dir.path() + "/" + name;
+    const std::string extra = kTwoHosts + "--set parallel.zero=" + zero + " --set parallel.grad_wire=\\\"powersgd:4\\\"";
+    ASSERT_EQ(run_launch(dir.path(), run_args(out, extra), 4, name + ".log"), 0)
+        << read_file(dir.path() + "/" + name + ".log");
+    const std::string log = read_file(dir.path() + "/" + name + ".log");
+    EXPECT_NE(log.find("parallel.grad_wire = powersgd:4: data-parallel gradients cross hosts compressed (each "
+                       "matrix's average as a rank-4 approximation"),
+              std::string::npos)
+        << log;
+    const std::vector<double> losses = losses_of(out + "/metrics.jsonl");
+    ASSERT_EQ(losses.size(), reference.size()) << name;
+    for (size_t step = 0; step < losses.size(); ++step) {
+      EXPECT_NEAR(losses[step], reference[step], 0.03 * reference[step]) << name << " step " << step + 1;
+    }
+    EXPECT_NE(losses.back(), reference.back()) << name << ": nothing was compressed";
   }
 }
 

@@ -17,8 +17,14 @@ struct NamedWire {
   const char* name;
   GradWire wire;
 };
-constexpr NamedWire kWires[] = {
-    {"none", GradWire::none}, {"bf16", GradWire::bf16}, {"int8", GradWire::int8}, {"int4", GradWire::int4}};
+constexpr NamedWire kWires[] = {{"none", GradWire::none},
+                                 {"bf16", GradWire::bf16},
+                                 {"int8", GradWire::int8},
+                                 {"int4", GradWire::int4},
+                                 {"powersgd:1", GradWire::powersgd1},
+                                 {"powersgd:2", GradWire::powersgd2},
+                                 {"powersgd:4", GradWire::powersgd4},
+                                 {"powersgd:8", GradWire::powersgd8}};
 
 int levels(GradWire wire) { return wire == GradWire::int8 ? 127 : 7; }
 
@@ -85,10 +91,25 @@ GradWire parse_grad_wire(const std::string& name) {
   for (const auto& w : kWires) {
     if (name == w.name) return w.wire;
   }
-  throw Error("unknown gradient wire format '" + name + "' (choices: none, bf16, int8, int4)");
+  std::string choices;
+  for (const auto& w : kWires) choices += std::string(choices.empty() ? "" : ", ") + w.name;
+  throw Error("unknown gradient wire format '" + name + "' (choices: " + choices + ")");
 }
 
+int low_rank_of(GradWire wire) {
+  switch (wire) {
+    case GradWire::powersgd1: return 1;
+    case GradWire::powersgd2: return 2;
+    case GradWire::powersgd4: return 4;
+    case GradWire::powersgd8: return 8;
+    default: return 0;
+  }
+}
+
+bool is_elementwise(GradWire wire) { return wire != GradWire::none && low_rank_of(wire) == 0; }
+
 size_t grad_wire_bytes(GradWire wire, size_t count) {
+  GIANT_CHECK(low_rank_of(wire) == 0, grad_wire_name(wire), " has no bytes per element (a low-rank wire)");
   switch (wire) {
     case GradWire::none:
       return 0;
@@ -100,6 +121,8 @@ size_t grad_wire_bytes(GradWire wire, size_t count) {
       const size_t full = count / kGroup, rest = count % kGroup;
       return groups * sizeof(float) + full * value_bytes(wire, kGroup) + value_bytes(wire, rest);
     }
+    default:
+      break;
   }
   return 0;
 }
@@ -110,7 +133,7 @@ double grad_wire_ratio(GradWire wire) {
 }
 
 void encode_with_feedback(GradWire wire, const float* in, float* residual, size_t count, uint8_t* out) {
-  GIANT_CHECK(wire != GradWire::none, "encode_with_feedback: no wire format");
+  GIANT_CHECK(is_elementwise(wire), "encode_with_feedback: ", grad_wire_name(wire), " is no elementwise codec");
   if (wire == GradWire::bf16) {
     for (size_t i = 0; i < count; ++i) {
       const float acc = in[i] + residual[i];
@@ -128,7 +151,7 @@ void encode_with_feedback(GradWire wire, const float* in, float* residual, size_
 }
 
 void decode_grad_wire(GradWire wire, const uint8_t* in, size_t count, float* out, bool add) {
-  GIANT_CHECK(wire != GradWire::none, "decode_grad_wire: no wire format");
+  GIANT_CHECK(is_elementwise(wire), "decode_grad_wire: ", grad_wire_name(wire), " is no elementwise codec");
   if (wire == GradWire::bf16) {
     for (size_t i = 0; i < count; ++i) {
       uint16_t bits;

@@ -12,6 +12,11 @@
 //   int4  the same with 4-bit values (max|x| / 7), two per byte: 7.76x.
 // A group holding a NaN or an infinity decodes to NaN (so the step's
 // non-finite check sees it) and leaves no residual behind.
+//
+// powersgd:R (R = 1, 2, 4 or 8) is no elementwise codec: each gradient
+// matrix is sent as a rank-R approximation (PowerSGD), which needs the
+// matrices' shapes and products, so the data-parallel engine runs it
+// (parallel/data_parallel/low_rank_wire.h); here it is only named.
 #pragma once
 
 #include <cstddef>
@@ -21,16 +26,22 @@
 
 namespace giant::ccl {
 
-enum class GradWire : uint8_t { none, bf16, int8, int4 };
+enum class GradWire : uint8_t { none, bf16, int8, int4, powersgd1, powersgd2, powersgd4, powersgd8 };
 const char* grad_wire_name(GradWire wire);
-// "none", "bf16", "int8" or "int4"; throws giant::Error naming the choices.
+// "none", "bf16", "int8", "int4" or "powersgd:R"; throws giant::Error
+// naming the choices.
 GradWire parse_grad_wire(const std::string& name);
 // The choices, in order ("none", "bf16", ...).
 std::vector<std::string> grad_wire_names();
-// f32 bytes over encoded bytes for a long run (1 for none).
+// The rank R of powersgd:R; 0 for the elementwise codecs and none.
+int low_rank_of(GradWire wire);
+// bf16, int8 or int4: a codec of each element (encode/decode below).
+bool is_elementwise(GradWire wire);
+// f32 bytes over encoded bytes for a long run (1 for none); an elementwise
+// codec's only (a low-rank wire's depends on the matrices).
 double grad_wire_ratio(GradWire wire);
 
-// Bytes `count` encoded elements take (0 for none).
+// Bytes `count` encoded elements take (0 for none; elementwise codecs only).
 size_t grad_wire_bytes(GradWire wire, size_t count);
 // out (grad_wire_bytes(wire, count) bytes) = encode(in + residual);
 // residual = in + residual - decode(out). in and residual must not overlap.

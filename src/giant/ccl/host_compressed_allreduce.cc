@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "giant/base/byte_record.h"
 #include "giant/base/error.h"
 #include "giant/ccl/collectives.h"
 #include "giant/ccl/work_state.h"
@@ -26,23 +27,13 @@ int equal_ranks_per_host(const HostTopology& topology) {
 
 constexpr uint32_t kFeedbackMagic = 0x46574747;  // "GGWF"
 
-void put_u64(std::vector<uint8_t>& out, uint64_t v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof v);
-}
-
-uint64_t take_u64(const std::vector<uint8_t>& in, size_t& at) {
-  GIANT_CHECK(at + 8 <= in.size(), "gradient wire feedback state is truncated");
-  uint64_t v;
-  std::memcpy(&v, in.data() + at, 8);
-  at += 8;
-  return v;
-}
+const char* const kFeedbackState = "gradient wire feedback state";
 
 }  // namespace
 
 HostCompressedAllreduce::HostCompressedAllreduce(Communicator& comm, GradWire wire) : wire_(wire) {
-  GIANT_CHECK(wire != GradWire::none, "HostCompressedAllreduce needs a wire format (not none)");
+  GIANT_CHECK(is_elementwise(wire), "HostCompressedAllreduce needs an elementwise wire format, not ",
+              grad_wire_name(wire));
   const HostTopology& topology = comm.topology();
   size_ = comm.size();
   hosts_ = topology.num_hosts();
@@ -195,8 +186,7 @@ std::vector<uint8_t> HostCompressedAllreduce::save_feedback() const {
     put_u64(out, static_cast<uint64_t>(stream));
     for (const auto* v : {&r.worker, &r.server}) {
       put_u64(out, v->size());
-      const auto* p = reinterpret_cast<const uint8_t*>(v->data());
-      out.insert(out.end(), p, p + v->size() * sizeof(float));
+      put_floats(out, v->data(), v->size());
     }
   }
   return out;
@@ -205,20 +195,19 @@ std::vector<uint8_t> HostCompressedAllreduce::save_feedback() const {
 void HostCompressedAllreduce::restore_feedback(const std::vector<uint8_t>& bytes,
                                                const std::map<int, size_t>& stream_counts) {
   size_t at = 0;
-  GIANT_CHECK(take_u64(bytes, at) == kFeedbackMagic, "not a gradient wire feedback state");
-  const auto wire = static_cast<GradWire>(take_u64(bytes, at));
+  GIANT_CHECK(take_u64(bytes, at, kFeedbackState) == kFeedbackMagic, "not a gradient wire feedback state");
+  const auto wire = static_cast<GradWire>(take_u64(bytes, at, kFeedbackState));
   GIANT_CHECK(wire == wire_, std::string("gradient wire feedback state is for ") + grad_wire_name(wire) + ", not " +
                                  grad_wire_name(wire_));
   std::map<int, Residuals> restored;
-  const uint64_t streams = take_u64(bytes, at);
+  const uint64_t streams = take_u64(bytes, at, kFeedbackState);
   for (uint64_t s = 0; s < streams; ++s) {
-    Residuals& r = restored[static_cast<int>(take_u64(bytes, at))];
+    Residuals& r = restored[static_cast<int>(take_u64(bytes, at, kFeedbackState))];
     for (auto* v : {&r.worker, &r.server}) {
-      const uint64_t n = take_u64(bytes, at);
+      const uint64_t n = take_u64(bytes, at, kFeedbackState);
       GIANT_CHECK(n <= (bytes.size() - at) / sizeof(float), "gradient wire feedback state is truncated");
       v->resize(n);
-      std::memcpy(v->data(), bytes.data() + at, n * sizeof(float));
-      at += n * sizeof(float);
+      take_floats(bytes, at, v->data(), n, kFeedbackState);
     }
   }
   GIANT_CHECK(at == bytes.size(), "gradient wire feedback state has trailing bytes");

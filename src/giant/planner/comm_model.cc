@@ -70,15 +70,34 @@ double reduce_scatter_seconds(double bytes, const GroupLink& g) {
 
 double allgather_seconds(double bytes, const GroupLink& g) { return reduce_scatter_seconds(bytes, g); }
 
-double zero_movement_seconds(double bytes, const ClusterSpec& c, const GroupLink& g, bool ccl_runs_it) {
-  const bool hierarchical = ccl_runs_it && g.crosses_hosts && g.members_per_host > 1 &&
-                            c.intra_host.transport == Transport::shm;
-  if (!hierarchical) return reduce_scatter_seconds(bytes, single_ring_link(c, g));
-  if (bytes <= 0) return 0;
+namespace {
+
+// ccl's hierarchical collectives run over shared-memory hosts.
+bool runs_hierarchical(const ClusterSpec& c, const GroupLink& g) {
+  return g.crosses_hosts && g.members_per_host > 1 && c.intra_host.transport == Transport::shm;
+}
+
+// The group as ccl sees it across such hosts, and its links.
+ccl::CostModel hierarchical_model(const ClusterSpec& c, const GroupLink& g) {
   ccl::CostModel model = link_model(g);
   model.shm = {c.intra_host.latency_s, c.intra_host.effective_bandwidth()};
-  const ccl::GroupShape shape{g.size, hosts_of(g), g.members_per_host, true};
-  return ccl::choose_reduce_scatter(shape, model, bytes).seconds;
+  return model;
+}
+
+ccl::GroupShape hierarchical_shape(const GroupLink& g) { return {g.size, hosts_of(g), g.members_per_host, true}; }
+
+}  // namespace
+
+double zero_movement_seconds(double bytes, const ClusterSpec& c, const GroupLink& g, bool ccl_runs_it) {
+  if (!ccl_runs_it || !runs_hierarchical(c, g)) return reduce_scatter_seconds(bytes, single_ring_link(c, g));
+  if (bytes <= 0) return 0;
+  return ccl::choose_reduce_scatter(hierarchical_shape(g), hierarchical_model(c, g), bytes).seconds;
+}
+
+double ccl_allreduce_seconds(double bytes, const ClusterSpec& c, const GroupLink& g) {
+  if (!runs_hierarchical(c, g)) return allreduce_seconds(bytes, g);
+  if (bytes <= 0) return 0;
+  return ccl::choose_allreduce(hierarchical_shape(g), hierarchical_model(c, g), bytes).seconds;
 }
 
 double compressed_allreduce_seconds(double bytes, const ClusterSpec& c, const GroupLink& g, ccl::GradWire wire) {
@@ -103,6 +122,7 @@ double grad_wire_memory_bytes(double parameters, const ClusterSpec& c, const Lay
   if (l.grad_wire == ccl::GradWire::none || l.dp == 1 || l.zero == 3) return 0;
   const GroupLink g = group_link(c, l, Axis::dp);
   if (!g.crosses_hosts) return 0;
+  if (ccl::low_rank_of(l.grad_wire) > 0) return 4 * parameters;  // a residual per gradient (the factors are small)
   const double chunk = parameters / std::max(1, g.members_per_host);
   return 4 * (chunk + chunk / hosts_of(g));
 }

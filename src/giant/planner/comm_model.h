@@ -52,6 +52,10 @@ double allgather_seconds(double bytes, const GroupLink& link);
 // of the host link. Elsewhere (one host, NVLink hosts, DeepSpeed's NCCL)
 // the flat ring at single_ring_link's rate.
 double zero_movement_seconds(double bytes, const ClusterSpec& cluster, const GroupLink& group, bool ccl_runs_it);
+// An allreduce of `bytes` as ccl runs it over `group`: hierarchical across
+// hosts whose ranks share memory (ccl::choose_allreduce), else as
+// allreduce_seconds.
+double ccl_allreduce_seconds(double bytes, const ClusterSpec& cluster, const GroupLink& group);
 
 // One message between two ranks.
 double point_to_point_seconds(double bytes, const GroupLink& link);
@@ -67,7 +71,8 @@ double point_to_point_seconds(double bytes, const GroupLink& link);
 double compressed_allreduce_seconds(double bytes, const ClusterSpec& cluster, const GroupLink& group,
                                     ccl::GradWire wire);
 // The f32 error feedback the wire keeps per device for `parameters`
-// elements (its chunk and sub-chunk of every bucket); 0 where it is a no-op.
+// elements (an elementwise codec: its chunk and sub-chunk of every bucket;
+// a low-rank wire: a residual per element); 0 where it is a no-op.
 double grad_wire_memory_bytes(double parameters, const ClusterSpec& cluster, const Layout& layout);
 
 }  // namespace giant::planner

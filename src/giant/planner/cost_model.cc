@@ -5,6 +5,7 @@
 
 #include "giant/base/error.h"
 #include "giant/planner/comm_model.h"
+#include "giant/planner/low_rank_wire_model.h"
 #include "giant/planner/compute_model.h"
 
 namespace giant::planner {
@@ -213,16 +214,22 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
     // A compressed wire allreduces the whole gradient (then ZeRO-1/2 gather
     // the updated compute copy uncompressed).
     const bool compressed = l.grad_wire != ccl::GradWire::none && dp_link.crosses_hosts;
-    const double sync =
-        compressed ? compressed_allreduce_seconds(e.memory.parameters * gradient_bytes, c, dp_link, l.grad_wire) +
-                         (l.zero >= 1 ? zero_movement_seconds(e.memory.parameters * element_bytes, c, dp_link,
-                                                             !options.engine.deepspeed)
-                                       : 0.0)
-                   : allreduce_seconds(e.memory.parameters * sync_element_bytes, dp_link);
-    const double buckets = std::max(1.0, std::floor(e.memory.parameters / kBucketParameters));
-    double last_backward = 0;
-    for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
-    after_pipeline += std::max(sync - last_backward, sync / buckets);
+    const double gather_updated = compressed && l.zero >= 1 ? zero_movement_seconds(e.memory.parameters * element_bytes,
+                                                                                    c, dp_link, !options.engine.deepspeed)
+                                                            : 0.0;
+    if (compressed && ccl::low_rank_of(l.grad_wire) > 0) {
+      // Averaged once backward is done: nothing hides.
+      after_pipeline += low_rank_wire_seconds(m, c, l, dp_link) + gather_updated;
+    } else {
+      const double sync =
+          compressed ? compressed_allreduce_seconds(e.memory.parameters * gradient_bytes, c, dp_link, l.grad_wire) +
+                           gather_updated
+                     : allreduce_seconds(e.memory.parameters * sync_element_bytes, dp_link);
+      const double buckets = std::max(1.0, std::floor(e.memory.parameters / kBucketParameters));
+      double last_backward = 0;
+      for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
+      after_pipeline += std::max(sync - last_backward, sync / buckets);
+    }
   }
   // ZeRO-3 under a pipeline without regathering: each stage gathers its
   // weights once before its first forward (nothing to hide behind) and

@@ -24,6 +24,8 @@ std::string why_invalid(const Layout& l, const ModelSpec& m, int devices) {
     why << "dp x mb = " << dp * micro_batch << " does not divide global_batch=" << m.global_batch;
   else if (zero < 0 || zero > kMaxZeroStage) why << "zero must be 0..3";
   else if (pp > 1 && zero == 2) why << "ZeRO-2 shards gradients a pipeline accumulates over micro-batches";
+  else if (ccl::low_rank_of(l.grad_wire) > 0 && zero >= 2)
+    why << ccl::grad_wire_name(l.grad_wire) << " needs whole gradients (ZeRO 0-1)";
   else if (l.sequence_parallel && tp == 1) why << "sequence parallel needs tp > 1";
   else if (l.schedule == Schedule::interleaved) {
     if (pp == 1 || virtual_stages < 2) why << "interleaved needs pp > 1 and v >= 2";

@@ -136,6 +136,7 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
     for (ccl::GradWire wire : o.grad_wires) {
       Layout l = base;
       l.grad_wire = wire;
+      if (!why_invalid(l, m, c.devices()).empty()) continue;  // a low-rank wire at ZeRO 2
       consider(l);
     }
   });

@@ -26,21 +26,31 @@ std::vector<at::Tensor> convert_to_compute_dtype(std::vector<at::Tensor>& parame
   return initial;
 }
 
-// The compressed wire for data-parallel gradients between hosts, when
+// The wire for data-parallel gradients between hosts, when
 // parallel.grad_wire asks for one and the dp group spans hosts (otherwise
-// the key is a no-op, said here).
-std::shared_ptr<ccl::HostCompressedAllreduce> make_grad_wire(const RunConfig& c, ccl::Communicator* dp_comm,
-                                                             Progress& progress) {
-  if (c.layout.grad_wire == ccl::GradWire::none) return nullptr;
-  const std::string setting = std::string("parallel.grad_wire = ") + ccl::grad_wire_name(c.layout.grad_wire);
+// the key is a no-op, said here): an elementwise codec's allreduce, or the
+// rank of a low-rank (PowerSGD) wire.
+struct GradWireParts {
+  std::shared_ptr<ccl::HostCompressedAllreduce> compressed;
+  int low_rank = 0;
+};
+
+GradWireParts make_grad_wire(const RunConfig& c, ccl::Communicator* dp_comm, Progress& progress) {
+  const ccl::GradWire wire = c.layout.grad_wire;
+  if (wire == ccl::GradWire::none) return {};
+  const std::string setting = std::string("parallel.grad_wire = ") + ccl::grad_wire_name(wire);
   if (dp_comm == nullptr || dp_comm->topology().num_hosts() == 1) {
     progress.line(setting + ": no data-parallel gradient crosses hosts here, so nothing is compressed");
-    return nullptr;
+    return {};
   }
-  progress.line(setting + ": data-parallel gradients cross hosts compressed (" +
-                fixed(ccl::grad_wire_ratio(c.layout.grad_wire), 1) + "x" +
-                " fewer bytes, error feedback kept per rank), inside a host in fp32");
-  return std::make_shared<ccl::HostCompressedAllreduce>(*dp_comm, c.layout.grad_wire);
+  if (ccl::low_rank_of(wire) > 0) {
+    progress.line(setting + ": data-parallel gradients cross hosts compressed (each matrix's average as a rank-" +
+                  std::to_string(ccl::low_rank_of(wire)) + " approximation, error feedback kept per rank)");
+    return {nullptr, ccl::low_rank_of(wire)};
+  }
+  progress.line(setting + ": data-parallel gradients cross hosts compressed (" + fixed(ccl::grad_wire_ratio(wire), 1) +
+                "x fewer bytes, error feedback kept per rank), inside a host in fp32");
+  return {std::make_shared<ccl::HostCompressedAllreduce>(*dp_comm, wire), 0};
 }
 
 std::unique_ptr<parallel::GradientSync> make_gradient_sync(const RunConfig& c, StageModel& model,
@@ -55,8 +65,9 @@ std::unique_ptr<parallel::GradientSync> make_gradient_sync(const RunConfig& c, S
   if (replicas) {
     ccl::Communicator& comm = topology.mesh->dp_grads();
     if (c.layout.zero == 3) return build_sharded_parameters(c, model, comm, &clock.parameter_wait_s);
-    auto buckets = std::make_unique<parallel::GradientReducer>(model.parameters, comm, bucket_bytes,
-                                                               c.layout.zero, grad_dtype, alone, std::move(wire));
+    auto buckets = std::make_unique<parallel::GradientReducer>(
+        model.parameters, comm, bucket_bytes, c.layout.zero, grad_dtype, alone, std::move(wire.compressed),
+        wire.low_rank);
     if (buckets->shards_optimizer()) {
       parallel::wait_for_parameters_layer_by_layer(*buckets, model.chunks, model.parameters,
                                                    &clock.parameter_wait_s);

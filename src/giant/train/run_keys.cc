@@ -59,15 +59,19 @@ RunKey compute_precision(const std::string& help) {
 // parallel.auto, none otherwise).
 RunKey gradient_wire() {
   const std::string name = "parallel.grad_wire";
+  static const char* kChoices = "none, bf16, int8, int4, powersgd:1, powersgd:2, powersgd:4, powersgd:8 or auto";
   const std::string help =
       "what data-parallel gradients travel in between hosts: none (fp32), bf16 (2x smaller), int8 (3.9x) or int4 "
-      "(7.8x), with error feedback, inside a host fp32 (ZeRO 0-2); auto: the planner's choice under parallel.auto, "
-      "none otherwise";
-  RunKey key = described<RunConfig>(name, TunableKind::string, "none, bf16, int8, int4 or auto", help);
+      "(7.8x), inside a host fp32 (ZeRO 0-2); powersgd:R (R = 1, 2, 4, 8), each gradient matrix as a rank-R "
+      "approximation (tens of times smaller; ZeRO 0-1); all with error feedback; auto: the planner's choice under "
+      "parallel.auto, none otherwise";
+  RunKey key = described<RunConfig>(name, TunableKind::string, kChoices, help);
   key.detail =
-      "Compression applies only to traffic that crosses hosts: on one host, or when no data-parallel group spans "
-      "hosts, it is a no-op, said once in the log. What each encoding drops is kept per rank (error feedback), "
-      "added to the next step's gradient, and saved in checkpoints.";
+      "Compression applies only where data-parallel traffic crosses hosts: on one host, or when no data-parallel "
+      "group spans hosts, it is a no-op, said once in the log. What each encoding drops is kept per rank (error "
+      "feedback), added to the next step's gradient, and saved in checkpoints. powersgd:R approximates the "
+      "average of each gradient matrix (every rank's, hosts' and a host's own) by rank R, sending two small "
+      "matrices per step; vectors and matrices too small to gain go in fp32.";
   key.define = [=](Tunables& k, const RunConfig& d) {
     k.define_string(name, d.parallel.grad_wire_auto ? "auto" : ccl::grad_wire_name(d.layout.grad_wire), help);
   };
@@ -79,7 +83,7 @@ RunKey gradient_wire() {
     try {
       c.layout.grad_wire = ccl::parse_grad_wire(word);
     } catch (const Error&) {
-      throw ConfigError(name, "must be none, bf16, int8, int4 or auto, got '" + word + "'");
+      throw ConfigError(name, std::string("must be ") + kChoices + ", got '" + word + "'");
     }
   };
   return key;
@@ -160,6 +164,11 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
     if (c.layout.grad_wire != ccl::GradWire::none && c.layout.zero == 3) {
       throw ConfigError("parallel.grad_wire",
                         "compresses data-parallel gradients at ZeRO stages 0-2; parallel.zero is 3 (use none or auto)");
+    }
+    if (ccl::low_rank_of(c.layout.grad_wire) > 0 && c.layout.zero == 2) {
+      throw ConfigError("parallel.grad_wire", std::string(ccl::grad_wire_name(c.layout.grad_wire)) +
+                                                  " needs whole gradients, kept at ZeRO stages 0-1; parallel.zero "
+                                                  "is 2 (use int8 or int4 there)");
     }
   }));
 }

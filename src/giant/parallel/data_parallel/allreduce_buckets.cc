@@ -9,8 +9,10 @@
 namespace giant::parallel {
 
 AllreduceBuckets::AllreduceBuckets(const BucketLayout& layout, std::vector<at::Tensor>& parameters,
-                                   ccl::Communicator* comm, bool scatter, ccl::HostCompressedAllreduce* compressed)
+                                   ccl::Communicator* comm, bool scatter, ccl::HostCompressedAllreduce* compressed,
+                                   LowRankWire* low_rank)
     : layout_(layout), parameters_(parameters), comm_(comm), scatter_(scatter), compressed_(compressed),
+      low_rank_(low_rank),
       buckets_(layout.buckets.size()), views_(parameters.size()), other_dtype_(parameters.size()),
       view_has_step_(parameters.size()) {
   for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -96,7 +98,9 @@ void AllreduceBuckets::launch_in_order() {
          buckets_[next_launch_].ready >= layout_.buckets[next_launch_].members.size()) {
     const int index = static_cast<int>(next_launch_);
     Bucket& bucket = buckets_[next_launch_++];
-    if (compressed_ != nullptr) {
+    if (low_rank_ != nullptr) {
+      // Nothing to start: wait_reductions() averages every matrix at once.
+    } else if (compressed_ != nullptr) {
       bucket.work = compressed_->allreduce(bucket.buffer.data_ptr<float>(), bucket.buffer.numel(), index,
                                            ccl::ReduceOp::avg);
     } else if (comm_ != nullptr && comm_->size() > 1) {
@@ -118,6 +122,7 @@ void AllreduceBuckets::wait_reductions() {
     bucket.launched = false;
     bucket.work.wait();
   }
+  if (low_rank_ != nullptr) low_rank_->average(views_);
   start_step();
 }
 

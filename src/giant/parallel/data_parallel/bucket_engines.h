@@ -21,6 +21,7 @@
 #include "giant/ccl/host_compressed_allreduce.h"
 #include "giant/ccl/work.h"
 #include "giant/parallel/data_parallel/bucket_layout.h"
+#include "giant/parallel/data_parallel/low_rank_wire.h"
 #include "giant/parallel/data_parallel/update_piece.h"
 
 namespace giant::parallel {
@@ -57,8 +58,11 @@ class AllreduceBuckets : public BucketEngine {
   // `scatter`: reduce-scatter each bucket into its owners' blocks (stage 1).
   // `compressed`: reduce every bucket through it instead (whole, stream b
   // for bucket b; at stage 1 each rank then reads its blocks of the result).
+  // `low_rank`: average every gradient through it once all are complete
+  // (it needs whole matrices; stage 1 reads its blocks of the result).
   AllreduceBuckets(const BucketLayout& layout, std::vector<at::Tensor>& parameters, ccl::Communicator* comm,
-                   bool scatter, ccl::HostCompressedAllreduce* compressed = nullptr);
+                   bool scatter, ccl::HostCompressedAllreduce* compressed = nullptr,
+                   LowRankWire* low_rank = nullptr);
   ~AllreduceBuckets() override;
   void zero_grad() override;
   void begin_micro_batch(bool last) override;
@@ -90,6 +94,7 @@ class AllreduceBuckets : public BucketEngine {
   ccl::Communicator* comm_;  // null: one replica
   const bool scatter_;
   ccl::HostCompressedAllreduce* compressed_;
+  LowRankWire* low_rank_;
   std::vector<Bucket> buckets_;
   std::vector<at::Tensor> views_;    // each parameter's stretch of its bucket
   std::vector<bool> other_dtype_;    // the parameter's dtype is not its bucket's

@@ -15,35 +15,40 @@ namespace giant::parallel {
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm,
                                  int64_t bucket_bytes, int zero_stage,
                                  c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone,
-                                 std::shared_ptr<ccl::HostCompressedAllreduce> compressed)
+                                 std::shared_ptr<ccl::HostCompressedAllreduce> compressed, int low_rank)
     : GradientReducer(std::move(parameters), &comm, bucket_bytes, zero_stage, grad_dtype, alone,
-                      std::move(compressed)) {}
+                      std::move(compressed), low_rank) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes,
                                  at::ScalarType grad_dtype)
-    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, 0, grad_dtype, {}, nullptr) {}
+    : GradientReducer(std::move(parameters), nullptr, bucket_bytes, 0, grad_dtype, {}, nullptr, 0) {}
 
 GradientReducer::GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm,
                                  int64_t bucket_bytes, int zero_stage,
                                  c10::optional<at::ScalarType> grad_dtype, const std::vector<size_t>& alone,
-                                 std::shared_ptr<ccl::HostCompressedAllreduce> compressed)
+                                 std::shared_ptr<ccl::HostCompressedAllreduce> compressed, int low_rank)
     : parameters_(std::move(parameters)), zero_stage_(zero_stage), compressed_(std::move(compressed)) {
   GIANT_CHECK(!parameters_.empty(), "no parameters to reduce");
   GIANT_CHECK(zero_stage_ >= 0 && zero_stage_ <= 2, "GradientReducer runs ZeRO stages 0-2, not ", zero_stage_);
   GIANT_CHECK(comm != nullptr || zero_stage_ == 0, "a sharded optimizer needs a communicator");
   const bool sharded = zero_stage_ >= 1;
   layout_ = lay_out_buckets(parameters_, bucket_bytes, grad_dtype, alone, sharded ? comm->size() : 1);
-  if (compressed_) {
+  GIANT_CHECK(!(compressed_ && low_rank > 0), "one gradient wire at a time (a codec or a low rank)");
+  GIANT_CHECK(low_rank == 0 || (comm != nullptr && zero_stage_ <= 1),
+              "a low-rank gradient wire needs a communicator and whole gradients (ZeRO stage 0 or 1)");
+  if (compressed_ || low_rank > 0) {
     for (const auto& bucket : layout_.buckets) {
       GIANT_CHECK(bucket.gradient_options.dtype() == at::kFloat,
                   "a compressed gradient wire needs fp32 gradient buckets, not ",
                   bucket.gradient_options.dtype().name());
     }
   }
+  if (low_rank > 0) low_rank_ = std::make_unique<LowRankWire>(parameters_, *comm, low_rank);
   if (zero_stage_ == 2) {
     engine_ = std::make_unique<ReduceScatterRounds>(layout_, parameters_, *comm, compressed_.get());
   } else {
-    engine_ = std::make_unique<AllreduceBuckets>(layout_, parameters_, comm, /*scatter=*/sharded, compressed_.get());
+    engine_ = std::make_unique<AllreduceBuckets>(layout_, parameters_, comm, /*scatter=*/sharded, compressed_.get(),
+                                                 low_rank_.get());
   }
   if (sharded) {
     shards_ = std::make_unique<BucketParameterShards>(layout_, parameters_, *comm, *engine_);
@@ -125,7 +130,7 @@ HeldBytesReport GradientReducer::held_bytes() const {
   }
   const GradientBytes gradient_bytes = engine_->held_bytes();
   now.gradients = gradient_bytes.gradients;
-  now.comm_buffers = gradient_bytes.comm_buffers;
+  now.comm_buffers = gradient_bytes.comm_buffers + (low_rank_ ? low_rank_->held_bytes() : 0);
   peak_.parameters = std::max(peak_.parameters, now.parameters);
   peak_.gradients = std::max(peak_.gradients, now.gradients);
   peak_.comm_buffers = std::max(peak_.comm_buffers, now.comm_buffers);
@@ -135,10 +140,15 @@ HeldBytesReport GradientReducer::held_bytes() const {
 void GradientReducer::reset_peaks() { peak_ = held_bytes().now; }
 
 std::vector<uint8_t> GradientReducer::wire_feedback() const {
+  if (low_rank_) return low_rank_->save();
   return compressed_ ? compressed_->save_feedback() : std::vector<uint8_t>{};
 }
 
 void GradientReducer::restore_wire_feedback(const std::vector<uint8_t>& bytes) {
+  if (low_rank_) {
+    low_rank_->restore(bytes);
+    return;
+  }
   GIANT_CHECK(compressed_ != nullptr, "this gradient reducer sends no compressed gradients");
   std::map<int, size_t> streams;  // a stream per bucket, the whole bucket each
   for (size_t b = 0; b < layout_.buckets.size(); ++b) streams[static_cast<int>(b)] = layout_.buckets[b].elements;

@@ -65,6 +65,7 @@
 #include "giant/parallel/data_parallel/bucket_engines.h"
 #include "giant/parallel/data_parallel/bucket_layout.h"
 #include "giant/parallel/data_parallel/gradient_sync.h"
+#include "giant/parallel/data_parallel/low_rank_wire.h"
 
 namespace torch::autograd {
 struct Node;
@@ -84,10 +85,13 @@ class GradientReducer : public GradientSync {
   // `compressed` (split from comm; f32 buckets only): every bucket is
   // reduced through it, compressed between hosts with error feedback; at
   // stages 1 and 2 each rank then reads its blocks of the whole result.
+  // `low_rank` > 0 (f32 buckets, stages 0 and 1): the gradients are
+  // averaged as PowerSGD approximations of that rank (low_rank_wire.h)
+  // once the step's backward completed them all.
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator& comm, int64_t bucket_bytes,
                   int zero_stage = 0, c10::optional<at::ScalarType> grad_dtype = c10::nullopt,
                   const std::vector<size_t>& alone = {},
-                  std::shared_ptr<ccl::HostCompressedAllreduce> compressed = nullptr);
+                  std::shared_ptr<ccl::HostCompressedAllreduce> compressed = nullptr, int low_rank = 0);
   // One replica: gradients accumulate in grad_dtype buckets, nothing is reduced.
   GradientReducer(std::vector<at::Tensor> parameters, int64_t bucket_bytes, at::ScalarType grad_dtype);
   ~GradientReducer() override;
@@ -140,12 +144,14 @@ class GradientReducer : public GradientSync {
  private:
   GradientReducer(std::vector<at::Tensor> parameters, ccl::Communicator* comm, int64_t bucket_bytes,
                   int zero_stage, c10::optional<at::ScalarType> grad_dtype,
-                  const std::vector<size_t>& alone, std::shared_ptr<ccl::HostCompressedAllreduce> compressed);
+                  const std::vector<size_t>& alone, std::shared_ptr<ccl::HostCompressedAllreduce> compressed,
+                  int low_rank);
 
   std::vector<at::Tensor> parameters_;
   const int zero_stage_;
   BucketLayout layout_;
   std::shared_ptr<ccl::HostCompressedAllreduce> compressed_;  // outlives the engine
+  std::unique_ptr<LowRankWire> low_rank_;                     // likewise
   std::unique_ptr<BucketEngine> engine_;
   std::unique_ptr<BucketParameterShards> shards_;  // stages 1 and 2
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
