@@ -23,7 +23,7 @@
 #
 # usage: bench/cluster/seed_experiment.sh [BUILD_DIR] [--quick] [--reps 3] [--steps 4 (quick: 3)]
 #            [--topologies "2x2 4x1"] [--out DIR]
-#   --quick: 2 layers x hidden 256, global batch 32, 2x2 only, 3 steps a run
+#   --quick: 2 layers x hidden 256, global batch 32, 3 steps a run, 2x2 unless --topologies says
 # Output: one line per run, then the table (text) and DIR/seed_experiment.json
 # (beside it the runs, the model and the clusters the auto runs measured).
 set -euo pipefail
@@ -34,7 +34,7 @@ build_dir=build
 quick=false
 reps=3
 steps=
-topologies="2x2 4x1"
+topologies=
 out=
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
 while [[ $# -gt 0 ]]; do
@@ -59,10 +59,11 @@ mkdir -p "$out"
 
 if $quick; then
   layers=2 hidden=256 heads=2 global_batch=32
-  topologies=2x2
+  topologies=${topologies:-2x2}
   steps=${steps:-3}
 else
   layers=4 hidden=256 heads=2 global_batch=192
+  topologies=${topologies:-2x2 4x1}
   steps=${steps:-4}
 fi
 [[ $steps =~ ^[0-9]+$ ]] && (( steps >= 2 )) || { echo "$bench_script: --steps must be at least 2" >&2; exit 2; }
