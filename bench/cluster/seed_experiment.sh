@@ -6,8 +6,9 @@
 # The link rates keep the published runs' FLOP per bit of host link: a V100
 # host (8 x 125 TFLOP/s on 100 Gbit/s TCP: 10,000 FLOP per bit) and an A100
 # host (8 x 312 TFLOP/s on 800 Gbit/s: 3,120 FLOP per bit), from this
-# machine's measured fp32 rate per rank (`giant plan --calibrate --devices R`,
-# all R ranks of a host busy) times R; and one 10x below the lower. The model
+# machine's measured fp32 rate per rank while all H x R ranks of the
+# emulated cluster compute (`giant plan --calibrate --devices HxR`: the
+# hosts share this machine's cores) times R; and one 10x below the lower. The model
 # is GPT-13B's shape (heads of 128, sequence 256) scaled down in depth and
 # width together; the global batch keeps the published run's tokens per
 # device per step (1536 x 256 over 32 GPUs) in the full mode.
@@ -98,13 +99,15 @@ echo "$bench_script: $(lscpu | sed -n 's/^Model name: *//p'); model ${layers}x${
 declare -A rates
 for topology in $topologies; do
   hosts=${topology%x*} ranks=${topology#*x}
-  "$giant" plan --calibrate --devices "$ranks" --out "$tmp/machine-$ranks.toml" > "$tmp/calibrate-$ranks.log" 2>&1 ||
-    fail "$tmp/calibrate-$ranks.log" "giant plan --calibrate"
-  peak=$(sed -n 's/^peak_tflops = \([0-9.e+-]*\).*/\1/p' "$tmp/machine-$ranks.toml" | head -1)
+  # every rank of the cluster computes on this machine's cores at once
+  busy=$(( hosts * ranks ))
+  "$giant" plan --calibrate --devices "$busy" --out "$tmp/machine-$topology.toml" > "$tmp/calibrate-$topology.log" 2>&1 ||
+    fail "$tmp/calibrate-$topology.log" "giant plan --calibrate"
+  peak=$(sed -n 's/^peak_tflops = \([0-9.e+-]*\).*/\1/p' "$tmp/machine-$topology.toml" | head -1)
   # host FLOP/s over FLOP per bit: bits per second
   rates[$topology]=$(awk -v p="$peak" -v r="$ranks" 'BEGIN {
     h = p * 1e12 * r; printf "%d %d %d", h / 3120, h / 10000, h / 100000 }')
-  echo "$bench_script: $topology: ${peak} TFLOP/s per rank (fp32, $ranks busy) -> A100-matched $(cut -d' ' -f1 <<< "${rates[$topology]}") bit/s," \
+  echo "$bench_script: $topology: ${peak} TFLOP/s per rank (fp32, $busy busy) x $ranks a host -> A100-matched $(cut -d' ' -f1 <<< "${rates[$topology]}") bit/s," \
        "V100-matched $(cut -d' ' -f2 <<< "${rates[$topology]}") bit/s, 10x below $(cut -d' ' -f3 <<< "${rates[$topology]}") bit/s"
 done
 
