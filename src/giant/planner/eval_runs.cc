@@ -4,9 +4,11 @@
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "giant/base/error.h"
 #include "giant/planner/model_layout.h"
@@ -302,10 +304,33 @@ RunPrediction predict_run_layout(const PublishedRun& run, const Layout& layout, 
 
 namespace {
 
+// Each run's error under one efficiency and half dimension of its device
+// type, which is all a prediction reads of the constants: the fit's scans,
+// its per-type and all-type medians and every leave-one-out fold ask for
+// the same ones again, and each is a simulation.
+class RunErrors {
+ public:
+  RunErrors(const std::vector<PublishedRun>& runs, const std::vector<Layout>& layouts)
+      : runs_(runs), layouts_(layouts) {}
+
+  double of(size_t r, double efficiency, double half_dim) {
+    const auto key = std::make_tuple(r, std::llround(efficiency * 1e9), std::llround(half_dim * 1e9));
+    const auto found = errors_.find(key);
+    if (found != errors_.end()) return found->second;
+    const ConstantsByType mine{{runs_[r].cluster.device.type, {efficiency, half_dim}}};
+    return errors_[key] = predict_run_layout(runs_[r], layouts_[r], mine).relative_error.value_or(0);
+  }
+
+ private:
+  const std::vector<PublishedRun>& runs_;
+  const std::vector<Layout>& layouts_;
+  std::map<std::tuple<size_t, long long, long long>, double> errors_;
+};
+
 // Fits the constants on `rows` with each row's layout held fixed: a shared
 // half dimension, an efficiency per device type, and "*" for all types
 // together (used for types with no rows).
-ConstantsByType fit_constants(const std::vector<PublishedRun>& runs, const std::vector<Layout>& layouts,
+ConstantsByType fit_constants(const std::vector<PublishedRun>& runs, RunErrors& run_errors,
                               const std::vector<size_t>& rows) {
   std::set<std::string> types;
   for (size_t r : rows) types.insert(runs[r].cluster.device.type);
@@ -314,23 +339,25 @@ ConstantsByType fit_constants(const std::vector<PublishedRun>& runs, const std::
     std::vector<double> errors;
     for (size_t r : rows) {
       if (type != "*" && runs[r].cluster.device.type != type) continue;
-      const ConstantsByType mine{{runs[r].cluster.device.type, {efficiency, half_dim}}};
-      errors.push_back(predict_run_layout(runs[r], layouts[r], mine).relative_error.value_or(0));
+      errors.push_back(run_errors.of(r, efficiency, half_dim));
     }
     return median(errors);
   };
+  // Scanned on a grid of whole hundredths, so that every fit asks for the
+  // same efficiencies.
   auto best_efficiency = [&](const std::string& type, double half_dim) {
-    double best = 0.5, best_error = 1e300;
-    auto scan = [&](double from, double to, double step) {
-      for (double e = from; e <= to + 1e-9; e += step) {
-        const double err = error_of(type, e, half_dim);
+    int best = 50;
+    double best_error = 1e300;
+    auto scan = [&](int from, int to, int step) {
+      for (int e = from; e <= to; e += step) {
+        const double err = error_of(type, e / 100.0, half_dim);
         if (err < best_error) best_error = err, best = e;
       }
     };
-    scan(0.30, 1.0, 0.05);
-    const double coarse = best;
-    scan(std::max(0.30, coarse - 0.05), std::min(1.0, coarse + 0.05), 0.01);
-    return best;
+    scan(30, 100, 5);
+    const int coarse = best;
+    scan(std::max(30, coarse - 5), std::min(100, coarse + 5), 1);
+    return best / 100.0;
   };
   ConstantsByType best_fit;
   double best_score = 1e300;
@@ -338,7 +365,7 @@ ConstantsByType fit_constants(const std::vector<PublishedRun>& runs, const std::
     ConstantsByType fit;
     for (const std::string& type : types) fit[type] = {best_efficiency(type, half_dim), half_dim};
     std::vector<double> errors;
-    for (size_t r : rows) errors.push_back(predict_run_layout(runs[r], layouts[r], fit).relative_error.value_or(0));
+    for (size_t r : rows) errors.push_back(run_errors.of(r, fit.at(runs[r].cluster.device.type).gemm_efficiency, half_dim));
     const double score = median(errors);
     if (score < best_score) best_score = score, best_fit = fit;
   }
@@ -357,7 +384,8 @@ ErrorReport fit_and_cross_validate(const std::vector<PublishedRun>& runs) {
     layouts.push_back(predict_run(runs[r], {}).estimate.layout);
     all.push_back(r);
   }
-  report.fitted = fit_constants(runs, layouts, all);
+  RunErrors run_errors(runs, layouts);
+  report.fitted = fit_constants(runs, run_errors, all);
   for (size_t r = 0; r < runs.size(); ++r)
     report.in_sample_errors.push_back(predict_run(runs[r], report.fitted).relative_error.value_or(0));
   report.leave_one_out_errors.assign(runs.size(), 0);
@@ -368,7 +396,7 @@ ErrorReport fit_and_cross_validate(const std::vector<PublishedRun>& runs) {
     for (size_t r = 0; r < runs.size(); ++r)
       if (runs[r].source != source) others.push_back(r);
     if (others.empty()) continue;
-    ConstantsByType fit = fit_constants(runs, layouts, others);
+    ConstantsByType fit = fit_constants(runs, run_errors, others);
     // Device types the other sources never ran use the all-type fit.
     for (auto it = fit.begin(); it != fit.end();) {
       bool seen = it->first == "*";
