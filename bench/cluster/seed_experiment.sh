@@ -23,8 +23,10 @@
 # prediction on the cluster the auto run measured at that rate.
 #
 # usage: bench/cluster/seed_experiment.sh [BUILD_DIR] [--quick] [--reps 3] [--steps 4 (quick: 3)]
-#            [--topologies "2x2 4x1"] [--out DIR]
+#            [--topologies "2x2 4x1"] [--systems "auto megatron zero3 dp"] [--out DIR]
 #   --quick: 2 layers x hidden 256, global batch 32, 3 steps a run, 2x2 unless --topologies says
+#   --systems: a subset, so that a long experiment can be split over runs
+#     (without auto there is no measured cluster, so no predictions)
 # Output: one line per run, then the table (text) and DIR/seed_experiment.json
 # (beside it the runs, the model and the clusters the auto runs measured).
 set -euo pipefail
@@ -36,6 +38,7 @@ quick=false
 reps=3
 steps=
 topologies=
+systems="auto megatron zero3 dp"
 out=
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
 while [[ $# -gt 0 ]]; do
@@ -44,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --topologies) topologies=$2; shift 2 ;;
+    --systems) systems=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "$bench_script: unknown argument $1" >&2; exit 2 ;;
@@ -51,6 +55,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $(id -u) == 0 ]] || { echo "$bench_script: needs root (giant launch --emulate makes network namespaces)" >&2; exit 2; }
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "$bench_script: --reps must be a positive integer" >&2; exit 2; }
+for system in $systems; do
+  [[ $system =~ ^(auto|megatron|zero3|dp)$ ]] || { echo "$bench_script: --systems: unknown system $system (auto, megatron, zero3, dp)" >&2; exit 2; }
+done
 giant=$build_dir/bin/giant
 [[ -x $giant ]] || { echo "$bench_script: no $giant (build the target giant)" >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -111,7 +118,6 @@ for topology in $topologies; do
        "V100-matched $(cut -d' ' -f2 <<< "${rates[$topology]}") bit/s, 10x below $(cut -d' ' -f3 <<< "${rates[$topology]}") bit/s"
 done
 
-systems="auto megatron zero3 dp"
 : > "$tmp/runs.txt"
 for rep in $(seq 1 "$reps"); do
   for topology in $topologies; do
@@ -141,8 +147,10 @@ done
 : > "$tmp/predictions.txt"
 while read -r topology rate system rep tokens step layout; do
   [[ $rep == "$reps" ]] || continue
+  # no auto run at this rate: no measured cluster to predict on
+  [[ -e $tmp/cluster-$topology-$rate.toml ]] || { echo "$topology $rate $system NA" >> "$tmp/predictions.txt"; continue; }
   predicted=$("$giant" plan --model "$tmp/model.toml" --cluster "$tmp/cluster-$topology-$rate.toml" --layout "$layout" \
-    --json --top 1 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["plans"][0]["step_s"])' || echo NA)
+    --json --top 1 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["plans"][0]["step_s"])' 2>/dev/null || echo NA)
   echo "$topology $rate $system $predicted" >> "$tmp/predictions.txt"
 done < "$tmp/runs.txt"
 
@@ -166,11 +174,12 @@ for (topology, rate, system), steps in sorted(step.items(), key=lambda kv: (kv[0
                  "prediction_error": None if p is None else p / s - 1})
 print(f"{'topology':8} {'rate':>12} {'system':9} {'samples/s':>10} {'predicted':>10} {'error':>7} {'auto over':>9}")
 for r in rows:
-    auto = next(x for x in rows if x["topology"] == r["topology"] and x["rate_bit_s"] == r["rate_bit_s"] and x["system"] == "auto")
-    r["auto_speedup"] = auto["samples_per_s"] / r["samples_per_s"]
+    auto = next((x for x in rows if x["topology"] == r["topology"] and x["rate_bit_s"] == r["rate_bit_s"] and x["system"] == "auto"), None)
+    r["auto_speedup"] = None if auto is None else auto["samples_per_s"] / r["samples_per_s"]
     pred = "NA" if r["predicted_step_s"] is None else f"{global_batch / r['predicted_step_s']:.2f}"
     err = "NA" if r["prediction_error"] is None else f"{100 * r['prediction_error']:+.0f}%"
-    print(f"{r['topology']:8} {r['rate_bit_s']:>12} {r['system']:9} {r['samples_per_s']:>10.2f} {pred:>10} {err:>7} {r['auto_speedup']:>8.2f}x")
+    speedup = "NA" if r["auto_speedup"] is None else f"{r['auto_speedup']:.2f}x"
+    print(f"{r['topology']:8} {r['rate_bit_s']:>12} {r['system']:9} {r['samples_per_s']:>10.2f} {pred:>10} {err:>7} {speedup:>9}")
 for topology in sorted({r["topology"] for r in rows}):
     for system in ("auto", "megatron", "zero3", "dp"):
         mine = sorted((r for r in rows if r["topology"] == topology and r["system"] == system), key=lambda r: -r["rate_bit_s"])
@@ -181,4 +190,7 @@ json.dump(rows, open(out, "w"), indent=1)
 print("json:", out)
 EOF
 # What the table came from, for a later giant plan --cluster: the runs and the measured clusters.
-cp "$tmp/runs.txt" "$tmp/predictions.txt" "$tmp/model.toml" "$tmp"/cluster-*.toml "$out/"
+cp "$tmp/runs.txt" "$tmp/predictions.txt" "$tmp/model.toml" "$out/"
+for cluster in "$tmp"/cluster-*.toml; do
+  if [[ -e $cluster ]]; then cp "$cluster" "$out/"; fi
+done
