@@ -120,7 +120,7 @@ fs::path save_checkpoint(const parallel::LayerStack& model, const models::GptCon
   meta.model = config;
   meta.step = 7;
   meta.consumed_samples = 56;
-  CheckpointSaver saver({root, 3, false}, nullptr);
+  CheckpointSaver saver({root, 3, false, {}}, nullptr);
   saver.save(meta, model_slices(model, skip), {});
   return root;
 }

@@ -314,7 +314,9 @@ TEST(Prepare, Gpt2WithAppendEod) {
     EXPECT_EQ(documents[1].back(), 50256);
     EXPECT_EQ(IndexedDataset::open(prefix)->dtype(), TokenDtype::kUint16);
     if (workers == 1) first_bin = read_file(prefix + ".bin");
-    if (workers == 2) EXPECT_TRUE(read_file(prefix + ".bin") == first_bin);
+    if (workers == 2) {
+      EXPECT_TRUE(read_file(prefix + ".bin") == first_bin);
+    }
   }
 }
 #endif

@@ -161,7 +161,8 @@ TEST(MemoryFormulas, StagesWithTheEmbeddingsShare) {
   EXPECT_FALSE(stages_can_cut(m, 12, 2));  // interleaved chunks are even
   EXPECT_TRUE(stages_can_cut(m, 11, 1));   // uneven, as the trainer cuts
   EXPECT_TRUE(stages_can_cut(m, 70, 1));
-  EXPECT_FALSE(stages_can_cut(m, 71, 1));  // a stage without a block
+  EXPECT_TRUE(stages_can_cut(m, 73, 1));   // stages without a block, as the trainer runs them
+  EXPECT_FALSE(stages_can_cut(m, 74, 1));  // a stage without a layer
   int64_t total = 0;
   for (int s = 0; s < 12; ++s) {
     EXPECT_EQ(stage_blocks(m, 12, s), s == 0 || s == 11 ? 5 : 6) << s;
@@ -180,9 +181,15 @@ TEST(MemoryFormulas, StagesWithTheEmbeddingsShare) {
   l.pp = 11;
   m.global_batch = 11;
   EXPECT_TRUE(why_invalid(l, m, 11).empty()) << why_invalid(l, m, 11);
-  l.pp = 71;
-  m.global_batch = 71;
-  EXPECT_NE(why_invalid(l, m, 71).find("pp=71 is more than layers=70"), std::string::npos) << why_invalid(l, m, 71);
+  // More stages than blocks, as the trainer runs them: the embedding, the
+  // final norm and the head are layers of its list too.
+  l.pp = 73;
+  m.global_batch = 73;
+  EXPECT_TRUE(why_invalid(l, m, 73).empty()) << why_invalid(l, m, 73);
+  l.pp = 74;
+  m.global_batch = 74;
+  EXPECT_NE(why_invalid(l, m, 74).find("pp=74 is more than the 73 layers the model is cut from"), std::string::npos)
+      << why_invalid(l, m, 74);
   l.pp = 12;
   l.virtual_stages = 2;
   l.schedule = Schedule::interleaved;
@@ -207,6 +214,34 @@ DeviceSpec unit_device() {
   d.gemm_efficiency = 0.5;
   d.gemm_half_dim = 10;
   return d;
+}
+
+TEST(MemoryFormulas, MoreStagesThanBlocksAsTheTrainerCutsThem) {
+  // 2 blocks on 4 stages: the trainer's default partition (parameters)
+  // gives the embedding and the final norm with the head stages of their
+  // own; on 5 the final norm and the head are apart.
+  ModelSpec m = small_model();
+  m.global_batch = 8;
+  for (int pp : {3, 4, 5}) {
+    int64_t total = 0;
+    for (int s = 0; s < pp; ++s) total += stage_blocks(m, pp, s);
+    EXPECT_EQ(total, m.layers) << "pp=" << pp;
+  }
+  EXPECT_EQ(stage_blocks(m, 4, 0), 0);
+  EXPECT_EQ(stage_blocks(m, 4, 1), 1);
+  EXPECT_EQ(stage_blocks(m, 4, 2), 1);
+  EXPECT_EQ(stage_blocks(m, 4, 3), 0);
+  EXPECT_EQ(stage_blocks(m, 5, 4), 0);
+  // Such a layout is costed: the pipeline's stages hold the embedding, a
+  // block each, and the head.
+  Layout l;
+  l.pp = 4;
+  l.dp = 1;
+  l.micro_batch = 1;
+  ASSERT_TRUE(why_invalid(l, m, 4).empty()) << why_invalid(l, m, 4);
+  const Estimate e = estimate_layout(m, cluster_preset("a100-80g-ib").resolved(), l, {});
+  EXPECT_GT(e.time.step_s, 0);
+  EXPECT_GT(e.memory.total(), 0);
 }
 
 TEST(ComputeFormulas, GemmRateCurve) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "giant/base/error.h"
+#include "giant/planner/partition.h"
 
 namespace giant::planner {
 
@@ -39,14 +40,35 @@ double in_flight_micro_batches(const Layout& l, int64_t m, int stage) {
   return p;
 }
 
+namespace {
+
+// GPT's layer list as the trainer cuts it: the embedding, the blocks, the
+// final norm and the (tied, parameter-free) head.
+std::vector<PartitionLayer> gpt_partition_layers(const ModelSpec& m) {
+  std::vector<PartitionLayer> layers{{"GptEmbedding", static_cast<int64_t>(embedding_parameters(m))}};
+  for (int64_t i = 0; i < m.layers; ++i) layers.push_back({"GptBlock", static_cast<int64_t>(layer_parameters(m))});
+  layers.push_back({"GptFinalNorm", 2 * m.hidden});
+  layers.push_back({"GptHead", 0});
+  return layers;
+}
+
+}  // namespace
+
 bool stages_can_cut(const ModelSpec& m, int pp, int v) {
   if (pp < 1 || v < 1) return false;
-  if (v == 1) return pp <= m.layers;
+  if (v == 1) return pp <= m.layers + 3;  // the trainer's layer list: the blocks, embedding, final norm and head
   return m.layers % (int64_t{pp} * v) == 0;
 }
 
 int64_t stage_blocks(const ModelSpec& m, int pp, int stage) {
   if (m.layers % pp == 0) return m.layers / pp;
+  if (pp > m.layers) {  // some stages hold no block: where the trainer's default partition puts them
+    const StageBounds bounds = partition_layers(gpt_partition_layers(m), pp, "parameters");
+    const auto first_block = size_t{1}, end_block = static_cast<size_t>(m.layers) + 1;
+    const size_t begin = std::max(bounds.at(static_cast<size_t>(stage)), first_block);
+    const size_t end = std::min(bounds.at(static_cast<size_t>(stage) + 1), end_block);
+    return end > begin ? static_cast<int64_t>(end - begin) : 0;
+  }
   if (pp > 2 && (m.layers + 2) % pp == 0) {
     const int64_t units = (m.layers + 2) / pp;  // the embedding and the head take one unit each
     return stage == 0 || stage == pp - 1 ? units - 1 : units;

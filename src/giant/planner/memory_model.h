@@ -60,12 +60,16 @@ struct ZeroEngine {
 // layers / pp when it divides; else, when layers + 2 divides, the embedding
 // and the head each count as one block (Megatron-DeepSpeed's
 // type:transformer|embedding partition, as the published 176B run used):
-// the first and last stage hold one block fewer; else the first
-// layers % pp stages one block more (the trainer's uniform partition; its
-// default, by parameters, has the same largest stage on GPT's blocks).
+// the first and last stage hold one block fewer; with more stages than
+// blocks, as the trainer's default partition (parameters) cuts its layer
+// list (embedding, blocks, final norm, head), so some stages hold none;
+// else the first layers % pp stages one block more (the trainer's uniform
+// partition; its default, by parameters, has the same largest stage on
+// GPT's blocks).
 int64_t stage_blocks(const ModelSpec& model, int pp, int stage);
 // Whether the model can be cut into pp stages of v chunks each, as the
-// trainer cuts it: one chunk each (v = 1), any pp up to the layers, the
+// trainer cuts it: one chunk each (v = 1), any pp up to the length of its
+// layer list (the blocks + 3), the
 // stages as stage_blocks says; interleaved chunks (v > 1) even, so pp x v
 // divides the layers.
 bool stages_can_cut(const ModelSpec& model, int pp, int virtual_stages);

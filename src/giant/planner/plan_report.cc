@@ -158,6 +158,11 @@ void print_plan_schedule(const ModelSpec& m, const ClusterSpec& c, const Estimat
 std::string explain_choice(const Estimate& winner, const Estimate& runner_up) {
   std::ostringstream why;
   const double gain = runner_up.time.step_s - winner.time.step_s;
+  if (gain < 0) {
+    why << "#1 (" << winner.layout.describe() << ") ranks above #2 (" << runner_up.layout.describe()
+        << ") though #2 is predicted " << fmt("%.3f", -gain) << " s per step faster: " << ranking_note({winner, runner_up});
+    return why.str() + ".";
+  }
   why << "#1 (" << winner.layout.describe() << ") beats #2 (" << runner_up.layout.describe() << ") by "
       << fmt("%.3f", gain) << " s per step (" << fmt("%.1f", 100 * gain / runner_up.time.step_s) << "%)";
   std::vector<std::pair<double, std::string>> reasons;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "giant/base/error.h"
@@ -41,7 +42,7 @@ void for_each_layout(const ModelSpec& m, int devices, const SearchOptions& o, Fn
   const LayoutFilter& f = o.filter;
   for (int tp : divisors(devices, devices)) {
     if (f.tp && *f.tp != tp) continue;
-    for (int pp : divisors(devices / tp, m.layers)) {
+    for (int pp : divisors(devices / tp, m.layers + 3)) {  // stages_can_cut says which
       if (f.pp && *f.pp != pp) continue;
       const int dp = devices / tp / pp;
       if (f.dp && *f.dp != dp) continue;
@@ -141,7 +142,7 @@ SearchResult search_layouts(const ModelSpec& m, const ClusterSpec& c, const Sear
     }
   });
   result.fitting_layouts = static_cast<int64_t>(fitting.size());
-  auto faster = [](const Estimate& a, const Estimate& b) { return a.time.step_s < b.time.step_s; };
+  auto faster = [](const Estimate& a, const Estimate& b) { return ranked_step_seconds(a) < ranked_step_seconds(b); };
   std::sort(fitting.begin(), fitting.end(), faster);
   const size_t simulate =
       o.simulate_best > 0 ? std::min(fitting.size(), static_cast<size_t>(o.simulate_best)) : fitting.size();
@@ -187,6 +188,23 @@ Estimate best_layout(const ModelSpec& model, const ClusterSpec& cluster, const S
   SearchOptions o = options;
   o.top = 1;
   return best_layouts(model, cluster, o).front();
+}
+
+double wire_rank_factor(ccl::GradWire wire) { return wire == ccl::GradWire::int4 ? 1.2 : 1.0; }
+
+double ranked_step_seconds(const Estimate& e) { return e.time.step_s * wire_rank_factor(e.layout.grad_wire); }
+
+std::string ranking_note(const std::vector<Estimate>& ranked) {
+  for (size_t i = 1; i < ranked.size(); ++i) {
+    if (ranked[i].time.step_s >= ranked.front().time.step_s) continue;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%s layouts rank %.2fx slower than predicted, for the loss their wire adds",
+                  ccl::grad_wire_name(ranked[i].layout.grad_wire),
+                  wire_rank_factor(ranked[i].layout.grad_wire));
+    return line;
+  }
+  return "";
 }
 
 }  // namespace giant::planner

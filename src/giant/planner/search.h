@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "giant/planner/cluster_spec.h"
@@ -36,12 +37,24 @@ struct SearchOptions {
   std::vector<ccl::GradWire> grad_wires = {ccl::GradWire::none};
 };
 
-// The wires `giant plan` and parallel.auto choose among: int4 only when
-// asked, its error per step being 9x int8's, held back by error feedback
-// alone; powersgd:R only when asked, its convergence cost (9-19% higher
-// loss after 300 steps of the default model) being what no time weighs.
+// The wires `giant plan` and parallel.auto choose among. powersgd:R only
+// when asked: its convergence cost (9-19% higher loss after 300 steps of the
+// default model) is more than any step time we can weigh it against.
 inline const std::vector<ccl::GradWire> kChosenGradWires = {ccl::GradWire::none, ccl::GradWire::bf16,
-                                                           ccl::GradWire::int8};
+                                                           ccl::GradWire::int8, ccl::GradWire::int4};
+
+// How much slower than predicted a layout ranks for its wire's loss: int4
+// drops 9x more per step than int8 and ended 300 steps of the default model
+// 1.6% above fp32 (int8: within 0.1%), about what 1.1-1.2x more steps buy
+// at that point of a run, so it must save more than that to be chosen.
+double wire_rank_factor(ccl::GradWire wire);
+
+// The time a layout is ranked by: its predicted step time, times its wire's factor.
+double ranked_step_seconds(const Estimate& e);
+
+// A line for a ranked list whose order is not that of predicted step time
+// (a faster layout ranked below for its wire's loss); "" when it is.
+std::string ranking_note(const std::vector<Estimate>& ranked);
 
 struct SearchResult {
   RunPrecision precision;             // what the layouts were costed in

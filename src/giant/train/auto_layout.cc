@@ -75,6 +75,8 @@ std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& clus
   // The best candidates as `giant plan` shows them: the step and where its time goes.
   std::ostringstream candidates;
   planner::print_plan_table(ranked, candidates);
+  const std::string order = planner::ranking_note(ranked);
+  if (!order.empty()) candidates << "a faster layout is ranked lower: " << order << "\n";
   return (note.empty() ? std::string(line) : std::string(line) + "; " + note) + "\n" + candidates.str();
 }
 
