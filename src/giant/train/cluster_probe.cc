@@ -13,6 +13,7 @@
 #include "giant/base/error.h"
 #include "giant/base/statistics.h"
 #include "giant/base/timer.h"
+#include "giant/base/units.h"
 #include "giant/ccl/collectives.h"
 #include "giant/ccl/communicator.h"
 #include "giant/parallel/tensor_collectives.h"
@@ -156,10 +157,10 @@ std::string summary_of(const planner::ClusterSpec& c, Precision precision, doubl
   std::snprintf(line, sizeof line,
                 "measured the cluster in %.1f s: %d host(s) x %d rank(s); a rank computes %.1f GFLOP/s in %s "
                 "(fitted peak), elementwise %.2f GB/s; inside a host %.2f GB/s busbw, %.0f us; between hosts "
-                "%.3f GB/s busbw, %.0f us",
+                "%s busbw, %.0f us",
                 seconds, c.hosts, c.devices_per_host, c.device.peak_flops / 1e9, precision_name(precision),
                 c.device.elementwise_bytes_per_s / 1e9, c.intra_host.bandwidth_bytes_per_s / 1e9,
-                c.intra_host.latency_s * 1e6, c.inter_host.bandwidth_bytes_per_s / 1e9,
+                c.intra_host.latency_s * 1e6, format_bit_rate(8 * c.inter_host.bandwidth_bytes_per_s).c_str(),
                 c.inter_host.latency_s * 1e6);
   return line;
 }
