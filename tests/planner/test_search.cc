@@ -223,17 +223,16 @@ TEST(Search, Int4IsChosenOnlyWhereItIsPredictedMuchFasterThanInt8) {
   options.filter = parse_layout_filter("tp=1,pp=1,dp=4,zero=0");
   options.grad_wires = kChosenGradWires;
   options.precision = RunPrecision{Precision::bf16, Precision::fp32};
-  auto chosen_on = [&](double bits_per_s) {
+  auto cluster_at = [](double bits_per_s) {
     ClusterSpec c = small_cluster(2, 2, 80, Transport::tcp);
     c.inter_host.bandwidth_bytes_per_s = bits_per_s / 8;
-    return search_layouts(m, c.resolved(), options);
+    return c.resolved();
   };
+  auto chosen_on = [&](double bits_per_s) { return search_layouts(m, cluster_at(bits_per_s), options); };
   auto predicted = [&](double bits_per_s, ccl::GradWire wire) {
     SearchOptions fixed = options;
     fixed.filter.grad_wire = wire;
-    ClusterSpec c = small_cluster(2, 2, 80, Transport::tcp);
-    c.inter_host.bandwidth_bytes_per_s = bits_per_s / 8;
-    return search_layouts(m, c.resolved(), fixed).best.front().time.step_s;
+    return search_layouts(m, cluster_at(bits_per_s), fixed).best.front().time.step_s;
   };
   bool saw_int4 = false, saw_int8_over_faster_int4 = false;
   for (double rate = 100e9; rate > 5e6; rate /= 1.5) {

@@ -43,7 +43,7 @@ double in_flight_micro_batches(const Layout& l, int64_t m, int stage) {
 namespace {
 
 // GPT's layer list as the trainer cuts it: the embedding, the blocks, the
-// final norm and the (tied, parameter-free) head.
+// final norm and the (tied, parameter-free) head (layer_list_length layers).
 std::vector<PartitionLayer> gpt_partition_layers(const ModelSpec& m) {
   std::vector<PartitionLayer> layers{{"GptEmbedding", static_cast<int64_t>(embedding_parameters(m))}};
   for (int64_t i = 0; i < m.layers; ++i) layers.push_back({"GptBlock", static_cast<int64_t>(layer_parameters(m))});
@@ -54,9 +54,11 @@ std::vector<PartitionLayer> gpt_partition_layers(const ModelSpec& m) {
 
 }  // namespace
 
+int64_t layer_list_length(const ModelSpec& m) { return m.layers + 3; }
+
 bool stages_can_cut(const ModelSpec& m, int pp, int v) {
   if (pp < 1 || v < 1) return false;
-  if (v == 1) return pp <= m.layers + 3;  // the trainer's layer list: the blocks, embedding, final norm and head
+  if (v == 1) return pp <= layer_list_length(m);
   return m.layers % (int64_t{pp} * v) == 0;
 }
 

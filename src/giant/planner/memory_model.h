@@ -67,10 +67,12 @@ struct ZeroEngine {
 // partition; its default, by parameters, has the same largest stage on
 // GPT's blocks).
 int64_t stage_blocks(const ModelSpec& model, int pp, int stage);
+// The layers of the list the trainer cuts into pipeline stages: the
+// embedding, the blocks, the final norm and the head.
+int64_t layer_list_length(const ModelSpec& model);
 // Whether the model can be cut into pp stages of v chunks each, as the
-// trainer cuts it: one chunk each (v = 1), any pp up to the length of its
-// layer list (the blocks + 3), the
-// stages as stage_blocks says; interleaved chunks (v > 1) even, so pp x v
+// trainer cuts it: one chunk each (v = 1), any pp up to layer_list_length,
+// the stages as stage_blocks says; interleaved chunks (v > 1) even, so pp x v
 // divides the layers.
 bool stages_can_cut(const ModelSpec& model, int pp, int virtual_stages);
 

@@ -17,7 +17,7 @@ std::string why_invalid(const Layout& l, const ModelSpec& m, int devices) {
   else if (m.ffn_size() % tp != 0) why << "tp=" << tp << " does not divide ffn=" << m.ffn_size();
   else if (!stages_can_cut(m, pp, virtual_stages)) {
     if (virtual_stages == 1)
-      why << "pp=" << pp << " is more than the " << m.layers + 3 << " layers the model is cut from (its " << m.layers
+      why << "pp=" << pp << " is more than the " << layer_list_length(m) << " layers the model is cut from (its " << m.layers
           << " blocks, embedding, final norm and head)";
     else why << "pp x v = " << pp * virtual_stages << " does not divide layers=" << m.layers
              << " (interleaved chunks are even)";

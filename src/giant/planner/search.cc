@@ -42,7 +42,7 @@ void for_each_layout(const ModelSpec& m, int devices, const SearchOptions& o, Fn
   const LayoutFilter& f = o.filter;
   for (int tp : divisors(devices, devices)) {
     if (f.tp && *f.tp != tp) continue;
-    for (int pp : divisors(devices / tp, m.layers + 3)) {  // stages_can_cut says which
+    for (int pp : divisors(devices / tp, layer_list_length(m))) {  // stages_can_cut says which
       if (f.pp && *f.pp != pp) continue;
       const int dp = devices / tp / pp;
       if (f.dp && *f.dp != dp) continue;
