@@ -23,10 +23,11 @@
 # prediction on the cluster the auto run measured at that rate.
 #
 # usage: bench/cluster/seed_experiment.sh [BUILD_DIR] [--quick] [--reps 3] [--steps 4 (quick: 3)]
-#            [--topologies "2x2 4x1"] [--systems "auto megatron zero3 dp"] [--out DIR]
+#            [--topologies "2x2 4x1"] [--systems "auto megatron zero3 dp"] [--rates "a100 v100 slow"] [--out DIR]
 #   --quick: 2 layers x hidden 256, global batch 32, 3 steps a run, 2x2 unless --topologies says
-#   --systems: a subset, so that a long experiment can be split over runs
-#     (without auto there is no measured cluster, so no predictions)
+#   --systems, --rates: subsets, so that a long experiment can be split over runs
+#     (without auto there is no measured cluster, so no predictions; the
+#     rates: a100 the A100-matched, v100 the V100-matched, slow the 10x-slower)
 # Output: one line per run, then the table (text) and DIR/seed_experiment.json
 # (beside it the runs, the model and the clusters the auto runs measured).
 set -euo pipefail
@@ -39,6 +40,7 @@ reps=3
 steps=
 topologies=
 systems="auto megatron zero3 dp"
+rate_names="a100 v100 slow"
 out=
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
 while [[ $# -gt 0 ]]; do
@@ -48,12 +50,16 @@ while [[ $# -gt 0 ]]; do
     --steps) steps=$2; shift 2 ;;
     --topologies) topologies=$2; shift 2 ;;
     --systems) systems=$2; shift 2 ;;
+    --rates) rate_names=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "$bench_script: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [[ $(id -u) == 0 ]] || { echo "$bench_script: needs root (giant launch --emulate makes network namespaces)" >&2; exit 2; }
+for name in $rate_names; do
+  [[ $name =~ ^(a100|v100|slow)$ ]] || { echo "$bench_script: --rates: unknown rate $name (a100, v100, slow)" >&2; exit 2; }
+done
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "$bench_script: --reps must be a positive integer" >&2; exit 2; }
 for system in $systems; do
   [[ $system =~ ^(auto|megatron|zero3|dp)$ ]] || { echo "$bench_script: --systems: unknown system $system (auto, megatron, zero3, dp)" >&2; exit 2; }
@@ -112,10 +118,12 @@ for topology in $topologies; do
     fail "$tmp/calibrate-$topology.log" "giant plan --calibrate"
   peak=$(sed -n 's/^peak_tflops = \([0-9.e+-]*\).*/\1/p' "$tmp/machine-$topology.toml" | head -1)
   # host FLOP/s over FLOP per bit: bits per second
-  rates[$topology]=$(awk -v p="$peak" -v r="$ranks" 'BEGIN {
-    h = p * 1e12 * r; printf "%d %d %d", h / 3120, h / 10000, h / 100000 }')
-  echo "$bench_script: $topology: ${peak} TFLOP/s per rank (fp32, $busy busy) x $ranks a host -> A100-matched $(cut -d' ' -f1 <<< "${rates[$topology]}") bit/s," \
-       "V100-matched $(cut -d' ' -f2 <<< "${rates[$topology]}") bit/s, 10x below $(cut -d' ' -f3 <<< "${rates[$topology]}") bit/s"
+  read -r a100 v100 slow <<< "$(awk -v p="$peak" -v r="$ranks" 'BEGIN {
+    h = p * 1e12 * r; printf "%d %d %d", h / 3120, h / 10000, h / 100000 }')"
+  echo "$bench_script: $topology: ${peak} TFLOP/s per rank (fp32, $busy busy) x $ranks a host -> A100-matched $a100 bit/s," \
+       "V100-matched $v100 bit/s, 10x below $slow bit/s"
+  rates[$topology]=
+  for name in $rate_names; do rates[$topology]+="${!name} "; done
 done
 
 : > "$tmp/runs.txt"

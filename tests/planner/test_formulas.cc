@@ -413,6 +413,7 @@ TEST(CostFormulas, TheRunsPrecisionPicksTheRatesAndTheBytes) {
   l.dp = 2;
   l.micro_batch = 8;
   CostOptions options;
+  options.engine.bucket_bytes = 1e12;  // one bucket: the whole sync is exposed
   options.precision = kFloat;
   const Estimate fp32 = estimate_layout(m, c, l, options);
   options.precision = kMixed;
@@ -445,8 +446,10 @@ TEST(CostFormulas, TheRunsPrecisionPicksTheRatesAndTheBytes) {
   EXPECT_NEAR(fp32.memory.activations, 2 * bf16.memory.activations, 1e-6);
   EXPECT_DOUBLE_EQ(fp32.memory.model_states, 16 * fp32.memory.parameters);
   EXPECT_DOUBLE_EQ(bf16.memory.model_states, 18 * bf16.memory.parameters);
-  // Nothing asked for: the dtype of the [device] rates (fp32 here) throughout.
-  const Estimate plain = estimate_layout(m, c, l);
+  // No precision asked for (one bucket again): the dtype of the [device] rates (fp32 here) throughout.
+  CostOptions defaults;
+  defaults.engine.bucket_bytes = options.engine.bucket_bytes;
+  const Estimate plain = estimate_layout(m, c, l, defaults);
   EXPECT_EQ(plain.precision.compute, Precision::fp32);
   EXPECT_DOUBLE_EQ(plain.time.step_s, fp32.time.step_s);
 }
@@ -459,6 +462,7 @@ TEST(CostFormulas, ZeroOneGathersTheComputeCopy) {
   l.micro_batch = 8;
   l.zero = 1;
   CostOptions options;
+  options.engine.bucket_bytes = 1e12;  // one bucket: the whole sync is exposed
   options.precision = kMixed;
   const Estimate e = estimate_layout(m, c, l, options);
   // Reduce-scatter of fp32 gradients, allgather of bf16 weights: a ring
@@ -466,6 +470,32 @@ TEST(CostFormulas, ZeroOneGathersTheComputeCopy) {
   EXPECT_NEAR(e.time.dp_comm_s, allreduce_seconds(e.memory.parameters * 3, group_link(c, l, Axis::dp)), 1e-12);
   // The optimizer updates half the parameters at 30 bytes each.
   EXPECT_NEAR(e.time.optimizer_s, e.memory.parameters / 2 * 30 / 10e9, 1e-15);
+}
+
+// The trainer's buckets of parallel.bucket_mb are each reduced once the
+// backward has produced them: of a sync S over B buckets behind a backward
+// T, max(S - T + T/B, S/B) stays exposed.
+TEST(CostFormulas, GradientBucketsHideBehindTheBackwardThatProducesThem) {
+  const ClusterSpec c = calibrated_cpu_pair();
+  const ModelSpec m = bench_model();
+  Layout l;
+  l.dp = 2;
+  l.micro_batch = 8;
+  CostOptions options;
+  options.precision = kFloat;
+  options.engine.bucket_bytes = 1e12;
+  const Estimate one = estimate_layout(m, c, l, options);
+  const double sync = allreduce_seconds(one.memory.parameters * 4, group_link(c, l, Axis::dp));
+  EXPECT_NEAR(one.time.dp_comm_s, sync, 1e-12);
+  const double backward = pipeline_action_costs(m, c, l, options).backward_s[0];
+  for (const double buckets : {2.0, 4.0, 64.0}) {
+    options.engine.bucket_bytes = one.memory.parameters * 4 / buckets;
+    const Estimate e = estimate_layout(m, c, l, options);
+    EXPECT_NEAR(e.time.dp_comm_s, std::max(sync - backward + backward / buckets, sync / buckets), 1e-9 * sync)
+        << buckets << " buckets";
+    EXPECT_LT(e.time.dp_comm_s, sync);
+    EXPECT_NEAR(e.time.step_s, one.time.step_s - one.time.dp_comm_s + e.time.dp_comm_s, 1e-9 * sync);
+  }
 }
 
 TEST(CostFormulas, ZeroThreeGathersHideBehindComputeOnlyWhenPrefetched) {

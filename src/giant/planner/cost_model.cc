@@ -12,10 +12,6 @@ namespace giant::planner {
 
 namespace {
 
-// Megatron's gradient buckets hold at least 40M parameters; the last one
-// cannot overlap any backward.
-constexpr double kBucketParameters = 40e6;
-
 // Collectives DeepSpeed's ZeRO-3 issues per layer and pass: one per
 // parameter tensor (a GPT block has 12: four weights, four biases, two norms'
 // weight and bias), where Giant gathers a layer's flat shard in one.
@@ -194,6 +190,22 @@ PipelineTimes pipeline_times(const Layout& l, int64_t micro_batches, const Actio
   return t;
 }
 
+// What a transfer of `transfer_s` seconds leaves exposed after a backward
+// pass of `backward_s` that produces it in `buckets` equal parts, each sent
+// once the backward has produced it, one after another: the first part
+// cannot start before 1/buckets of the backward, the last cannot hide at all.
+double exposed_after_backward(double transfer_s, double backward_s, double buckets) {
+  buckets = std::max(1.0, buckets);
+  return std::max(transfer_s - backward_s + backward_s / buckets, transfer_s / buckets);
+}
+
+// How many gradient buckets the data-parallel engine reduces: the trainer's
+// of parallel.bucket_mb, or DeepSpeed's of reduce_bucket_size elements.
+double gradient_buckets(double parameters, double gradient_bytes, const ZeroEngine& engine) {
+  if (engine.deepspeed) return std::ceil(parameters / engine.deepspeed_reduce_bucket_elements);
+  return std::ceil(parameters * gradient_bytes / engine.bucket_bytes);
+}
+
 // What follows the pipeline's makespan on the step's critical path: the
 // data-parallel gradient sync and the tied embedding's allreduce (ZeRO-3's
 // exposed gathers are inside the makespan already).
@@ -225,10 +237,10 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
           compressed ? compressed_allreduce_seconds(e.memory.parameters * gradient_bytes, c, dp_link, l.grad_wire) +
                            gather_updated
                      : allreduce_seconds(e.memory.parameters * sync_element_bytes, dp_link);
-      const double buckets = std::max(1.0, std::floor(e.memory.parameters / kBucketParameters));
+      const double buckets = gradient_buckets(e.memory.parameters, gradient_bytes, options.engine);
       double last_backward = 0;
       for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
-      after_pipeline += std::max(sync - last_backward, sync / buckets);
+      after_pipeline += exposed_after_backward(sync, last_backward, buckets);
     }
   }
   // ZeRO-3 under a pipeline without regathering: each stage gathers its
@@ -242,7 +254,7 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
     double last_backward = 0;
     for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
     const double blocks = double(stage_blocks(m, p, p - 1));
-    after_pipeline += gather + std::max(reduce - last_backward, reduce / std::max(1.0, blocks));
+    after_pipeline += gather + exposed_after_backward(reduce, last_backward, blocks);
   }
   // Tied embedding: the first and last stage allreduce its gradient.
   if (p > 1) {
