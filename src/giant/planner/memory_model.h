@@ -28,7 +28,7 @@ double model_state_bytes_per_parameter(int zero, int dp, const RunPrecision& pre
 struct ZeroEngine {
   // ZeRO-2: each bucket's full-size gradient is staged until its
   // reduce-scatter is done; two in flight (one filling, one reducing).
-  double bucket_bytes = 4.0 * 1024 * 1024;  // parallel.bucket_mb
+  double bucket_bytes = 1.0 * 1024 * 1024;  // parallel.bucket_mb (the trainer's default)
   int zero3_prefetch = 1;                   // parallel.zero3_prefetch: layers gathered ahead
   // parallel.zero3_regather: gather each layer for every micro-batch's
   // forward and backward (true), or a stage's whole weights once per step,
