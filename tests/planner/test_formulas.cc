@@ -406,12 +406,17 @@ ModelSpec bench_model() {  // bench/train's GPT: 4 layers, hidden 256, sequence 
   return m;
 }
 
-TEST(CostFormulas, TheRunsPrecisionPicksTheRatesAndTheBytes) {
-  const ClusterSpec c = calibrated_cpu_pair();
-  const ModelSpec m = bench_model();
+Layout two_replicas_of_8() {  // dp 2, one micro-batch of 8 each (the bench model's batch)
   Layout l;
   l.dp = 2;
   l.micro_batch = 8;
+  return l;
+}
+
+TEST(CostFormulas, TheRunsPrecisionPicksTheRatesAndTheBytes) {
+  const ClusterSpec c = calibrated_cpu_pair();
+  const ModelSpec m = bench_model();
+  Layout l = two_replicas_of_8();
   CostOptions options;
   options.engine.bucket_bytes = 1e12;  // one bucket: the whole sync is exposed
   options.precision = kFloat;
@@ -457,9 +462,7 @@ TEST(CostFormulas, TheRunsPrecisionPicksTheRatesAndTheBytes) {
 TEST(CostFormulas, ZeroOneGathersTheComputeCopy) {
   const ClusterSpec c = calibrated_cpu_pair();
   const ModelSpec m = bench_model();
-  Layout l;
-  l.dp = 2;
-  l.micro_batch = 8;
+  Layout l = two_replicas_of_8();
   l.zero = 1;
   CostOptions options;
   options.engine.bucket_bytes = 1e12;  // one bucket: the whole sync is exposed
@@ -478,9 +481,7 @@ TEST(CostFormulas, ZeroOneGathersTheComputeCopy) {
 TEST(CostFormulas, GradientBucketsHideBehindTheBackwardThatProducesThem) {
   const ClusterSpec c = calibrated_cpu_pair();
   const ModelSpec m = bench_model();
-  Layout l;
-  l.dp = 2;
-  l.micro_batch = 8;
+  Layout l = two_replicas_of_8();
   CostOptions options;
   options.precision = kFloat;
   options.engine.bucket_bytes = 1e12;
@@ -501,9 +502,7 @@ TEST(CostFormulas, GradientBucketsHideBehindTheBackwardThatProducesThem) {
 TEST(CostFormulas, ZeroThreeGathersHideBehindComputeOnlyWhenPrefetched) {
   const ClusterSpec c = calibrated_cpu_pair();
   const ModelSpec m = bench_model();
-  Layout l;
-  l.dp = 2;
-  l.micro_batch = 8;
+  Layout l = two_replicas_of_8();
   l.zero = 1;
   CostOptions options;
   options.precision = kFloat;
