@@ -206,6 +206,13 @@ double gradient_buckets(double parameters, double gradient_bytes, const ZeroEngi
   return std::ceil(parameters * gradient_bytes / engine.bucket_bytes);
 }
 
+// The data-parallel gradient allreduce: ccl's choice (across hosts of
+// several ranks with shared memory, reduced inside each host first), or
+// DeepSpeed's flat one.
+double dp_allreduce_seconds(double bytes, const ClusterSpec& c, const GroupLink& dp_link, const ZeroEngine& engine) {
+  return engine.deepspeed ? allreduce_seconds(bytes, dp_link) : ccl_allreduce_seconds(bytes, c, dp_link);
+}
+
 // What follows the pipeline's makespan on the step's critical path: the
 // data-parallel gradient sync and the tied embedding's allreduce (ZeRO-3's
 // exposed gathers are inside the makespan already).
@@ -236,7 +243,7 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
       const double sync =
           compressed ? compressed_allreduce_seconds(e.memory.parameters * gradient_bytes, c, dp_link, l.grad_wire) +
                            gather_updated
-                     : allreduce_seconds(e.memory.parameters * sync_element_bytes, dp_link);
+                     : dp_allreduce_seconds(e.memory.parameters * sync_element_bytes, c, dp_link, options.engine);
       const double buckets = gradient_buckets(e.memory.parameters, gradient_bytes, options.engine);
       double last_backward = 0;
       for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
