@@ -222,6 +222,10 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
   const double element_bytes = e.precision.compute_bytes();
   const double gradient_bytes = e.precision.gradient_bytes();
   const GroupLink dp_link = group_link(c, l, Axis::dp);
+  // A device's last backward pass (one per chunk it holds): what the
+  // gradient collectives after the pipeline can hide behind.
+  double last_backward = 0;
+  for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
   double after_pipeline = 0;
 
   // Gradient sync of the device's parameters over dp, overlapped with the
@@ -245,8 +249,6 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
                            gather_updated
                      : dp_allreduce_seconds(e.memory.parameters * sync_element_bytes, c, dp_link, options.engine);
       const double buckets = gradient_buckets(e.memory.parameters, gradient_bytes, options.engine);
-      double last_backward = 0;
-      for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
       after_pipeline += exposed_after_backward(sync, last_backward, buckets);
     }
   }
@@ -258,8 +260,6 @@ double after_pipeline_seconds(const ModelSpec& m, const ClusterSpec& c, const La
     const bool ccl_runs_it = !options.engine.deepspeed;
     const double gather = zero_movement_seconds(e.memory.parameters * element_bytes, c, dp_link, ccl_runs_it);
     const double reduce = zero_movement_seconds(e.memory.parameters * gradient_bytes, c, dp_link, ccl_runs_it);
-    double last_backward = 0;
-    for (int chunk = 0; chunk < v; ++chunk) last_backward += costs.backward_s[chunk * p];
     const double blocks = double(stage_blocks(m, p, p - 1));
     after_pipeline += gather + exposed_after_backward(reduce, last_backward, blocks);
   }
