@@ -29,7 +29,8 @@
 #     (without auto there is no measured cluster, so no predictions; the
 #     rates: a100 the A100-matched, v100 the V100-matched, slow the 10x-slower)
 # Output: one line per run, then the table (text) and DIR/seed_experiment.json
-# (beside it the runs, the model and the clusters the auto runs measured).
+# (beside it, written as the experiment goes: runs.txt, the model, the clusters
+# the auto runs measured and predictions.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/train/common.sh
@@ -86,7 +87,7 @@ model=(--set model.layers=$layers --set model.hidden=$hidden --set model.heads=$
        --set train.precision=\"fp32\" --set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0
        --set ccl.timeout=600s)
 printf '[model]\nlayers = %s\nhidden = %s\nheads = %s\nseq_len = 256\nvocab = 256\n[train]\nglobal_batch = %s\n' \
-  "$layers" "$hidden" "$heads" "$global_batch" > "$tmp/model.toml"
+  "$layers" "$hidden" "$heads" "$global_batch" > "$out/model.toml"
 
 # system H R -> its train flags (one line: the caller reads one)
 system_flags() {
@@ -126,7 +127,9 @@ for topology in $topologies; do
   for name in $rate_names; do rates[$topology]+="${!name} "; done
 done
 
-: > "$tmp/runs.txt"
+# Each run is recorded in DIR as it ends, so a long experiment that fails part-way keeps what it measured.
+runs=$out/runs.txt
+: > "$runs"
 for rep in $(seq 1 "$reps"); do
   for topology in $topologies; do
     hosts=${topology%x*} ranks=${topology#*x}
@@ -142,9 +145,9 @@ for rep in $(seq 1 "$reps"); do
           # "(tp=2 pp=2 dp=1 mb=1 gpipe zero=1 ...)" of its choice -> tp=2,pp=2,...,schedule=gpipe,...
           layout=$(grep -o 'parallel.auto: dp=[^(]*([^)]*)' "$run.log" | head -1 | sed 's/.*(\(.*\))/\1/' |
             awk '{ for (i = 1; i <= NF; i++) { t = $i; if (t !~ /=/) t = "schedule=" t; printf "%s%s", (i > 1 ? "," : ""), t } }')
-          cp "$run/cluster.toml" "$tmp/cluster-$topology-$rate.toml"
+          cp "$run/cluster.toml" "$out/cluster-$topology-$rate.toml"
         fi
-        echo "$topology $rate $system $rep $tokens $step $layout" >> "$tmp/runs.txt"
+        echo "$topology $rate $system $rep $tokens $step $layout" >> "$runs"
         echo "bench=seed topology=$topology rate_bit_s=$rate system=$system rep=$rep tokens_per_s=$tokens step_s=$step layout=$layout"
       done
     done
@@ -152,17 +155,17 @@ for rep in $(seq 1 "$reps"); do
 done
 
 # Predictions: giant plan --layout on the cluster the auto run measured (its last repetition).
-: > "$tmp/predictions.txt"
+: > "$out/predictions.txt"
 while read -r topology rate system rep tokens step layout; do
   [[ $rep == "$reps" ]] || continue
   # no auto run at this rate: no measured cluster to predict on
-  [[ -e $tmp/cluster-$topology-$rate.toml ]] || { echo "$topology $rate $system NA" >> "$tmp/predictions.txt"; continue; }
-  predicted=$("$giant" plan --model "$tmp/model.toml" --cluster "$tmp/cluster-$topology-$rate.toml" --layout "$layout" \
+  [[ -e $out/cluster-$topology-$rate.toml ]] || { echo "$topology $rate $system NA" >> "$out/predictions.txt"; continue; }
+  predicted=$("$giant" plan --model "$out/model.toml" --cluster "$out/cluster-$topology-$rate.toml" --layout "$layout" \
     --json --top 1 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["plans"][0]["step_s"])' 2>/dev/null || echo NA)
-  echo "$topology $rate $system $predicted" >> "$tmp/predictions.txt"
-done < "$tmp/runs.txt"
+  echo "$topology $rate $system $predicted" >> "$out/predictions.txt"
+done < "$runs"
 
-/usr/bin/python3 - "$tmp/runs.txt" "$tmp/predictions.txt" "$out/seed_experiment.json" "$global_batch" <<'EOF'
+/usr/bin/python3 - "$runs" "$out/predictions.txt" "$out/seed_experiment.json" "$global_batch" <<'EOF'
 import json, statistics, sys
 runs, predictions, out, global_batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 step = {}
@@ -197,8 +200,3 @@ for topology in sorted({r["topology"] for r in rows}):
 json.dump(rows, open(out, "w"), indent=1)
 print("json:", out)
 EOF
-# What the table came from, for a later giant plan --cluster: the runs and the measured clusters.
-cp "$tmp/runs.txt" "$tmp/predictions.txt" "$tmp/model.toml" "$out/"
-for cluster in "$tmp"/cluster-*.toml; do
-  if [[ -e $cluster ]]; then cp "$cluster" "$out/"; fi
-done
