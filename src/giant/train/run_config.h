@@ -18,6 +18,7 @@
 #include "giant/base/tunables.h"
 #include "giant/layout/layout.h"
 #include "giant/models/gpt_config.h"
+#include "giant/planner/memory_model.h"
 
 namespace giant::train {
 
@@ -27,13 +28,10 @@ struct ParallelSettings {
   std::string partition = "parameters";
   bool automatic = false;
   std::string cluster;  // parallel.auto's cluster file
-  // Small buckets start the link early in the backward and leave little
-  // behind it: on a 2-host link of 11 Mbit/s, 1 MiB waited 0.3-0.4 s a step
-  // on the int8 wire where 4 MiB waited 0.7-1.1 s. The planner's ZeroEngine
-  // assumes the same default.
-  double bucket_mb = 1;
-  int64_t zero3_prefetch = 1;
-  bool zero3_regather = true;
+  // The engines' defaults are stated once, in the planner's model of them.
+  double bucket_mb = planner::ZeroEngine{}.bucket_bytes / (1 << 20);
+  int64_t zero3_prefetch = planner::ZeroEngine{}.zero3_prefetch;
+  bool zero3_regather = planner::ZeroEngine{}.zero3_regather;
   // parallel.grad_wire = auto: the planner chooses it under parallel.auto
   // (RunConfig::layout.grad_wire stays none otherwise).
   bool grad_wire_auto = true;
