@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdio>
 #include <map>
-#include <numeric>
 #include <vector>
 
 #include <torch/torch.h>
@@ -29,10 +28,9 @@ constexpr int64_t kPilotBytes = 64 << 10;
 constexpr int64_t kMaxLargeBytes = 64 << 20;
 constexpr int kRepeats = 3;
 constexpr int64_t kCopyBytes = 32 << 20;
-// A slow TCP link's rate over a second or less swings with when the queue
-// at its bottleneck drops (61-93% of a 10.9 Mbit/s cap measured on 640 KB
-// allreduces; a gradient stream of megabytes gets 85-88% every time): a
-// slow link is timed over several seconds of streaming.
+// A slow TCP link's rate over half a second swings with when the queue at
+// its bottleneck drops (61-93% of a 10.9 Mbit/s cap measured on 640 KB
+// allreduces): a slow link is timed on allreduces of a second or more.
 constexpr double kMostSecondsPerLink = 6.0;
 // Each rate is kept up this long: many of the scheduler's time slices, so a
 // rank sharing its core with others measures its share, not a lucky slice.
@@ -50,11 +48,9 @@ std::vector<double> agreed(ccl::Communicator& comm, const std::vector<double>& v
 
 double agreed_max(ccl::Communicator& comm, double value) { return agreed(comm, {value}, ccl::ReduceOp::max)[0]; }
 
-// Median over `repeats` of one allreduce of `bytes` (or, with `mean`, their
-// mean: the rate of the whole back-to-back stream), after a warm-up when
-// asked; the ranks agree on the slowest (the same figure everywhere).
-double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats, bool warm_up = true,
-                         bool mean = false) {
+// Median over `repeats` of one allreduce of `bytes`, after a warm-up when
+// asked; the ranks agree on the slowest median (the same figure everywhere).
+double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats, bool warm_up = true) {
   std::vector<float> buffer(static_cast<size_t>(std::max<int64_t>(1, bytes / 4)), 1.0f);
   ccl::AllreduceOptions options;
   options.input = buffer.data();
@@ -67,15 +63,15 @@ double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats, bo
     ccl::allreduce(comm, options).wait();
     times.push_back(watch.seconds());
   }
-  const double total = std::accumulate(times.begin(), times.end(), 0.0);
-  return agreed_max(comm, mean ? total / static_cast<double>(times.size()) : median(times));
+  return agreed_max(comm, median(times));
 }
 
 // The two allreduce sizes on comm. The large one grows from a pilot until
 // one allreduce takes its share of `seconds` (the repeats and a warm-up
 // fit in them), so a fast link is timed on megabytes, well past its
-// latency, and a slow one on what it moves in that time, never on more;
-// its repeats run back to back and are timed as one stream.
+// latency, and a slow one on what it moves in that time, never on more.
+// The median of the repeats: one that met a retransmission timeout (a
+// second or more on a slow link's deep queue) is not the link's rate.
 planner::AllreduceTimes time_link(ccl::Communicator& comm, double seconds) {
   planner::AllreduceTimes t;
   t.ranks = comm.size();
@@ -90,7 +86,7 @@ planner::AllreduceTimes time_link(ccl::Communicator& comm, double seconds) {
     once_s = allreduce_seconds(comm, bytes, 1, false);
   }
   t.large_bytes = bytes;
-  t.large_s = allreduce_seconds(comm, bytes, kRepeats, false, true);
+  t.large_s = allreduce_seconds(comm, bytes, kRepeats, false);
   return t;
 }
 
