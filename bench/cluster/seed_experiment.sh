@@ -130,6 +130,8 @@ done
 # Each run is recorded in DIR as it ends, so a long experiment that fails part-way keeps what it measured.
 runs=$out/runs.txt
 : > "$runs"
+# Predictions are made only on clusters this experiment's auto runs measured.
+rm -f "$out"/cluster-*.toml
 for rep in $(seq 1 "$reps"); do
   for topology in $topologies; do
     hosts=${topology%x*} ranks=${topology#*x}

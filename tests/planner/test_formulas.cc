@@ -510,7 +510,7 @@ TEST(CostFormulas, DataParallelSyncCostsCclsHierarchicalAllreduceAcrossHosts) {
   c.validate();
   c = c.resolved();
   const ModelSpec m = bench_model();
-  Layout l = two_replicas_of_8();
+  Layout l;  // dp 4 over the 2 hosts, the same 8 sequences per pair of ranks
   l.dp = 4;
   l.micro_batch = 4;
   CostOptions options;
