@@ -59,6 +59,8 @@ std::optional<int> resolve_measured_choices(train::RunConfig& config, const trai
                                                                  : train::choose_layout(config, launch.world_size);
       std::istringstream lines(chosen);
       for (std::string line; leader_informs && std::getline(lines, line);) std::cout << "giant train: " << line << '\n';
+    } else if (!config.parallel.cluster.empty()) {
+      train::read_cluster_file(config, launch.world_size);
     }
     train::check_layout(config, launch.world_size);
   } catch (const std::exception& e) {

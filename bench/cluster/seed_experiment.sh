@@ -18,6 +18,9 @@
 #   megatron  tp = ranks per host (inside a host), pp = hosts (across), 1F1B, micro-batch 1, ZeRO 0
 #   zero3     dp = all ranks, parallel.zero=3 (DeepSpeed's default ZeRO-3 shape)
 #   dp        dp = all ranks, parallel.zero=0
+# The others run on the cluster the auto run measured at that rate
+# (parallel.cluster), so that ccl chooses its algorithms on its links as in
+# the auto run (without auto in --systems, on ccl's defaults).
 # Repetitions interleave the systems and rates; each figure is the median
 # over repetitions of a run's median step. Beside each: the planner's
 # prediction on the cluster the auto run measured at that rate.
@@ -139,6 +142,8 @@ for rep in $(seq 1 "$reps"); do
       for system in $systems; do
         run=$tmp/$topology-$rate-$system-$rep
         read -r -a flags <<< "$(system_flags "$system" "$hosts" "$ranks")"
+        measured=$out/cluster-$topology-$rate.toml
+        [[ $system != auto && -e $measured ]] && flags+=(--set parallel.cluster=\"$measured\")
         "$giant" launch --emulate "$topology" --link-rate "$rate" -- "$giant" train "${model[@]}" "${flags[@]}" \
           --set train.out_dir=\""$run"\" > "$run.log" 2>&1 || fail "$run.log" "$system at $rate bit/s on $topology"
         read -r tokens step _ <<< "$(giant_summary "$run/metrics.jsonl")"

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "giant/ccl/algorithm_choice.h"
 #include "giant/planner/cluster_spec.h"
 #include "giant/planner/comm_model.h"
 #include "giant/planner/compute_model.h"
@@ -596,6 +597,45 @@ TEST(CommFormulas, ZeroMovementIsHierarchicalWhereCclRunsItOverSharedMemory) {
   c.intra_host.transport = Transport::nvlink;
   EXPECT_DOUBLE_EQ(zero_movement_seconds(bytes, c, group, true),
                    reduce_scatter_seconds(bytes, single_ring_link(c, group)));
+}
+
+// The trainer gives its groups' ccl the cluster's links (with_cluster_links),
+// so that ccl's own choice is the one the planner costs: on a 10 Mbit/s
+// link between 2 hosts of 2 shared-memory ranks the hierarchical allreduce
+// of a 1 MiB bucket, where ccl's defaults (a 10 Gbit/s-class link) choose
+// the flat ring, which sends 1.5x the bytes between hosts.
+TEST(CommFormulas, CclChoosesOnTheClustersLinksWhatThePlannerCosts) {
+  ClusterSpec c = calibrated_cpu_pair();
+  c.hosts = 2;
+  c.intra_host = LinkSpec{Transport::shm, 8e9, 2e-6, 1};
+  c.inter_host = LinkSpec{Transport::tcp, 1.25e6, 3e-4, 1};
+  c.validate();
+  const ccl::CommConfig defaults;
+  const ccl::CommConfig linked = with_cluster_links(defaults, c);
+  EXPECT_DOUBLE_EQ(linked.tcp_gbps, 1.25e6 / 1e9);
+  EXPECT_DOUBLE_EQ(linked.tcp_alpha_us, 300);
+  EXPECT_DOUBLE_EQ(linked.shm_gbps, 8);
+  EXPECT_DOUBLE_EQ(linked.shm_alpha_us, 2);
+  EXPECT_EQ(linked.segment_bytes, defaults.segment_bytes);  // only the link model changes
+
+  const ccl::GroupShape two_by_two{4, 2, 2, true};
+  const double bucket = 1 << 20;
+  EXPECT_EQ(ccl::choose_allreduce(two_by_two, ccl::CostModel::from(defaults), bucket).algorithm,
+            ccl::Algorithm::ring);
+  const ccl::AlgorithmCost chosen = ccl::choose_allreduce(two_by_two, ccl::CostModel::from(linked), bucket);
+  EXPECT_EQ(chosen.algorithm, ccl::Algorithm::hierarchical);
+  Layout l;
+  l.dp = 4;
+  EXPECT_NEAR(chosen.seconds, ccl_allreduce_seconds(bucket, c.resolved(), group_link(c.resolved(), l, Axis::dp)),
+              1e-12);
+
+  // One host: TCP is the intra-host link only where the ranks use it.
+  ClusterSpec one_host = c;
+  one_host.hosts = 1;
+  EXPECT_DOUBLE_EQ(with_cluster_links(defaults, one_host).tcp_gbps, defaults.tcp_gbps);
+  one_host.intra_host.transport = Transport::tcp;
+  EXPECT_DOUBLE_EQ(with_cluster_links(defaults, one_host).tcp_gbps, 8);
+  EXPECT_DOUBLE_EQ(with_cluster_links(defaults, one_host).shm_gbps, defaults.shm_gbps);
 }
 
 TEST(CommFormulas, AlphaBetaOfRingAndHalvingDoubling) {

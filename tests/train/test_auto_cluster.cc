@@ -44,6 +44,8 @@ TEST(AutoCluster, TheMeasuredClusterKeepsTensorParallelGroupsInsideAHost) {
   // Ranks are numbered host by host and tp is the fastest axis: groups of
   // at most a host's 2 ranks are inside a host.
   EXPECT_LE(std::stoi(chosen[3]), 2) << chosen[0];
+  // ccl's groups then choose their algorithms on the measured links.
+  EXPECT_NE(text.find("ccl chooses its algorithms on the cluster's links: TCP "), std::string::npos) << text;
   EXPECT_NE(text.find("giant train: done: 2 steps"), std::string::npos) << text;
 
   const planner::ClusterSpec cluster = planner::load_cluster_toml(out + "/cluster.toml");

@@ -2,7 +2,8 @@
 // ranks (ranks as threads here, two "hosts" told apart by their host ids;
 // end to end on an emulated cluster in test_auto_cluster.cc): every rank
 // gets the same cluster, in the time budget, of the shape the ranks make,
-// and hosts of different sizes are refused by name.
+// and hosts of different sizes are refused by name. The mesh's groups then
+// choose ccl's algorithms on the known cluster's links.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -10,8 +11,11 @@
 #include <vector>
 
 #include "giant/base/error.h"
+#include "giant/ccl/collectives.h"
+#include "giant/planner/comm_model.h"
 #include "giant/planner/spec_toml.h"
 #include "giant/train/cluster_probe.h"
+#include "giant/train/run_topology.h"
 #include "train/support/thread_ranks.h"
 
 namespace giant::train {
@@ -72,6 +76,51 @@ TEST(ClusterProbe, HostsOfDifferentSizesAreRefusedNamingTheKey) {
     }
   });
   EXPECT_EQ(keys, (std::vector<std::string>(3, "parallel.cluster")));  // every rank, before any collective
+}
+
+// A known cluster (measured, or parallel.cluster) gives the mesh's groups
+// its links as ccl's cost model, unless ccl.model.* were set by hand; the
+// world keeps its own. The groups then run (a 1 MiB allreduce, exact).
+TEST(ClusterProbe, TheMeshsGroupsChooseOnTheKnownClustersLinks) {
+  planner::ClusterSpec cluster = planner::cluster_preset("v100-tcp");
+  cluster.hosts = 2;
+  cluster.devices_per_host = 2;
+  cluster.intra_host = {planner::Transport::shm, 8e9, 2e-6, 1};
+  cluster.inter_host = {planner::Transport::tcp, 1.25e6, 3e-4, 1};
+  const ccl::CommConfig linked = planner::with_cluster_links({}, cluster);
+  for (const bool set_by_hand : {false, true}) {
+    ParallelSettings parallel;
+    parallel.known_cluster = cluster;
+    parallel.ccl_model_set = set_by_hand;
+    std::mutex mutex;
+    std::vector<std::string> notes;
+    on_ranks({"a", "a", "b", "b"}, [&](int, const std::shared_ptr<ccl::Communicator>& world) {
+      const double world_gbps = world->config().tcp_gbps;
+      std::string note;
+      const auto mesh = make_mesh(world, {4, 1, 1}, parallel, note);
+      EXPECT_EQ(mesh->world().config().tcp_gbps, world_gbps);
+      const double expected = set_by_hand ? world_gbps : linked.tcp_gbps;
+      for (ccl::Communicator* group : {&mesh->dp(), &mesh->dp_grads(), &mesh->tp(), &mesh->pp()}) {
+        EXPECT_EQ(group->config().tcp_gbps, expected) << group->name();
+        EXPECT_EQ(group->config().host_id, world->config().host_id) << "only the link model changes";
+      }
+      std::vector<float> data(1 << 18, static_cast<float>(mesh->rank() + 1));
+      ccl::AllreduceOptions o;
+      o.input = data.data();
+      o.output = data.data();
+      o.count = data.size();
+      ccl::allreduce(mesh->dp(), o).wait();
+      EXPECT_EQ(data.front(), 10.0f);
+      EXPECT_EQ(data.back(), 10.0f);
+      std::lock_guard lock(mutex);
+      notes.push_back(note);
+    });
+    for (const std::string& note : notes) {
+      if (set_by_hand) EXPECT_EQ(note, "");
+      else EXPECT_NE(note.find("ccl chooses its algorithms on the cluster's links: TCP 10 Mbit/s"), std::string::npos)
+          << note;
+    }
+  }
 }
 
 }  // namespace

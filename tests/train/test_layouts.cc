@@ -23,6 +23,7 @@
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
+#include "giant/ccl/config.h"
 #include "giant/train/auto_layout.h"
 #include "train/support/layout_bounds.h"
 #include "train/support/layout_runner.h"
@@ -235,6 +236,38 @@ TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
   EXPECT_EQ(key_of({"parallel.auto=true", "parallel.cluster=\"" + file + "\""}, 4), "parallel.cluster");
   EXPECT_EQ(key_of({"parallel.auto=true", "parallel.cluster=\"" + dir.path() + "/missing.toml\""}, 2),
             "parallel.cluster");
+}
+
+// Without parallel.auto, parallel.cluster is only the cluster whose links
+// ccl's groups choose their algorithms on (make_mesh): read and checked
+// alike, the layout left as set. ccl.model.* set by hand outrank it.
+TEST(AutoLayout, AClusterFileWithoutAutoGivesOnlyItsLinks) {
+  const test::TempDir dir("giant-cluster-links");
+  const std::string file = dir.file("cluster.toml", "name = \"two hosts\"\nhosts = 2\ndevices_per_host = 1\n"
+                         "[device]\ntype = \"cpu\"\npeak_tflops = 0.08\nmemory_gib = 8\n"
+                         "memory_gbytes_per_s = 10\n"
+                         "[intra_host]\ntransport = \"shm\"\nbandwidth_gbytes_per_s = 5\nlatency_us = 2\n"
+                         "[inter_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 0.01\nlatency_us = 300\n");
+  RunConfig c = run_config_from(test::keys_with({"parallel.dp=2", "train.micro_batch=8",
+                                                 "parallel.cluster=\"" + file + "\""}));
+  const giant::Layout as_set = c.layout;
+  read_cluster_file(c, 2);
+  ASSERT_TRUE(c.parallel.known_cluster.has_value());
+  EXPECT_EQ(c.parallel.known_cluster->hosts, 2);
+  EXPECT_EQ(c.layout.describe(), as_set.describe());
+  EXPECT_FALSE(c.parallel.ccl_model_set);
+  EXPECT_EQ(test::error_key([&] { read_cluster_file(c, 4); }), "parallel.cluster");
+  RunConfig missing = run_config_from(test::keys_with({"parallel.cluster=\"" + dir.path() + "/none.toml\""}));
+  EXPECT_EQ(test::error_key([&] { read_cluster_file(missing, 2); }), "parallel.cluster");
+  const std::string corrupt = dir.file("corrupt.toml", "hosts = [\n");
+  RunConfig bad = run_config_from(test::keys_with({"parallel.cluster=\"" + corrupt + "\""}));
+  EXPECT_EQ(test::error_key([&] { read_cluster_file(bad, 2); }), "parallel.cluster");
+
+  Tunables keys = test::keys_with({});
+  ccl::CommConfig::define_tunables(keys);
+  EXPECT_FALSE(run_config_from(keys).parallel.ccl_model_set);
+  apply_override(keys, "ccl.model.tcp_gbps=0.5");
+  EXPECT_TRUE(run_config_from(keys).parallel.ccl_model_set);
 }
 
 }  // namespace

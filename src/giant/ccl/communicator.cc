@@ -179,7 +179,9 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, Com
 
 Communicator::~Communicator() = default;
 
-std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+std::shared_ptr<Communicator> Communicator::split(int color, int key) { return split(color, key, config_); }
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key, const CommConfig& config) {
   int index = splits_.fetch_add(1);
   std::vector<int64_t> mine{color, key}, all(2 * static_cast<size_t>(size_));
   AllgatherOptions o;
@@ -198,7 +200,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   for (size_t i = 0; i < members.size(); ++i) {
     if (members[i].second == rank_) new_rank = static_cast<int>(i);
   }
-  return create(store_, new_rank, static_cast<int>(members.size()), config_,
+  return create(store_, new_rank, static_cast<int>(members.size()), config,
                 name_ + "/split" + std::to_string(index) + "/color" + std::to_string(color));
 }
 

@@ -60,8 +60,11 @@ class Communicator {
   std::string transport_to(int peer) const;
 
   // Collective: ranks with the same color form a new communicator, ordered by
-  // (key, rank). A negative color takes no part and gets nullptr.
+  // (key, rank). A negative color takes no part and gets nullptr. The new
+  // communicator has this one's config, or `config` (the same on every rank
+  // of a color: it decides the algorithms they agree on).
   std::shared_ptr<Communicator> split(int color, int key);
+  std::shared_ptr<Communicator> split(int color, int key, const CommConfig& config);
 
   // Fails every pending and future operation with a CommError naming this
   // rank, and tells the peers, whose operations fail the same way. Callable

@@ -11,6 +11,9 @@ MeshShape mesh_shape_of(const Layout& layout) {
 }
 
 Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape)
+    : Mesh(world, shape, world ? world->config() : ccl::CommConfig{}) {}
+
+Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape, const ccl::CommConfig& group_config)
     : shape_(shape), world_(std::move(world)) {
   GIANT_CHECK(world_ != nullptr, "a mesh needs a world communicator");
   GIANT_CHECK(shape_.dp >= 1 && shape_.pp >= 1 && shape_.tp >= 1, "mesh axes must be at least 1, got dp ",
@@ -23,13 +26,14 @@ Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape)
   pp_rank_ = mine.pp;
   tp_rank_ = mine.tp;
   // Every rank splits in the same order (split is collective on the world).
-  tp_ = world_->split(pp_rank_ * shape_.dp + dp_rank_, tp_rank_);
-  dp_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_);
-  pp_ = world_->split(dp_rank_ * shape_.tp + tp_rank_, pp_rank_);
-  dp_grads_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_);
+  const auto& c = group_config;
+  tp_ = world_->split(pp_rank_ * shape_.dp + dp_rank_, tp_rank_, c);
+  dp_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_, c);
+  pp_ = world_->split(dp_rank_ * shape_.tp + tp_rank_, pp_rank_, c);
+  dp_grads_ = world_->split(pp_rank_ * shape_.tp + tp_rank_, dp_rank_, c);
   if (shape_.pp > 1) {
     const bool holds = pp_rank_ == 0 || pp_rank_ == shape_.pp - 1;
-    tied_embedding_ = world_->split(holds ? dp_rank_ * shape_.tp + tp_rank_ : -1, pp_rank_);
+    tied_embedding_ = world_->split(holds ? dp_rank_ * shape_.tp + tp_rank_ : -1, pp_rank_, c);
   }
 }
 

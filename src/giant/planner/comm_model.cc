@@ -127,6 +127,21 @@ double grad_wire_memory_bytes(double parameters, const ClusterSpec& c, const Lay
   return 4 * (chunk + chunk / hosts_of(g));
 }
 
+ccl::CommConfig with_cluster_links(ccl::CommConfig config, const ClusterSpec& cluster) {
+  const ClusterSpec c = cluster.resolved();
+  const bool across = c.hosts > 1;
+  if (across || c.intra_host.transport == Transport::tcp) {
+    const LinkSpec& tcp = across ? c.inter_host : c.intra_host;
+    config.tcp_alpha_us = tcp.latency_s * 1e6;
+    config.tcp_gbps = tcp.effective_bandwidth() / 1e9;
+  }
+  if (c.intra_host.transport == Transport::shm) {
+    config.shm_alpha_us = c.intra_host.latency_s * 1e6;
+    config.shm_gbps = c.intra_host.effective_bandwidth() / 1e9;
+  }
+  return config;
+}
+
 double point_to_point_seconds(double bytes, const GroupLink& g) {
   if (g.size <= 1 || bytes <= 0) return 0;
   return g.latency_s + bytes / g.bandwidth_bytes_per_s;

@@ -3,6 +3,7 @@
 // The choice of algorithm and its cost are ccl's own (ccl/algorithm_choice.h).
 #pragma once
 
+#include "giant/ccl/config.h"
 #include "giant/planner/cluster_spec.h"
 #include "giant/layout/layout.h"
 
@@ -56,6 +57,16 @@ double zero_movement_seconds(double bytes, const ClusterSpec& cluster, const Gro
 // hosts whose ranks share memory (ccl::choose_allreduce), else as
 // allreduce_seconds.
 double ccl_allreduce_seconds(double bytes, const ClusterSpec& cluster, const GroupLink& group);
+
+// `config` with the cluster's links as ccl's cost model (ccl.model.*): TCP
+// at the inter-host link's achieved rate and latency across hosts (inside
+// one host without shared memory, the intra-host link's), shared memory at
+// the intra-host link's where the hosts have it. ccl then chooses each
+// collective's algorithm on the links the planner costs it on: with its
+// defaults (a 10 Gbit/s-class link) a flat ring across 2 hosts of 2 ranks
+// wins from 1 MiB up, on a 10 Mbit/s link the hierarchical allreduce, which
+// sends 2/3 of the ring's bytes between hosts.
+ccl::CommConfig with_cluster_links(ccl::CommConfig config, const ClusterSpec& cluster);
 
 // One message between two ranks.
 double point_to_point_seconds(double bytes, const GroupLink& link);

@@ -17,7 +17,7 @@
 
 namespace giant::train {
 
-std::string choose_layout(RunConfig& config, int world_size) {
+void read_cluster_file(RunConfig& config, int world_size) {
   const std::string& file = config.parallel.cluster;
   if (file.empty()) {
     throw ConfigError("parallel.cluster", "choosing from a file needs parallel.cluster: write one with "
@@ -35,10 +35,16 @@ std::string choose_layout(RunConfig& config, int world_size) {
                                               " devices but " + std::to_string(world_size) +
                                               " rank(s) were started");
   }
-  return choose_layout_on(config, cluster, file);
+  config.parallel.known_cluster = cluster;
+}
+
+std::string choose_layout(RunConfig& config, int world_size) {
+  read_cluster_file(config, world_size);
+  return choose_layout_on(config, *config.parallel.known_cluster, config.parallel.cluster);
 }
 
 std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& cluster, const std::string& source) {
+  config.parallel.known_cluster = cluster;
   const planner::ModelSpec model = planner_model(config);
   planner::SearchOptions options;
   options.engine = planner_engine(config);

@@ -18,10 +18,17 @@ class Communicator;
 
 namespace giant::train {
 
-// Sets config.layout to the choice, clears
-// parallel.automatic, and returns one line saying what was chosen, in which
-// precision, and why (with a note when the file has no rates for it),
-// followed by the best three candidates as `giant plan` tabulates them.
+// parallel.cluster's file as config.parallel.known_cluster: a ConfigError
+// naming the key when it is empty, unreadable or of another size than the
+// world. Without parallel.auto the run then only costs ccl's algorithms on
+// its links.
+void read_cluster_file(RunConfig& config, int world_size);
+
+// Sets config.layout to the choice and parallel.known_cluster to the
+// cluster chosen on, clears parallel.automatic, and returns one line saying
+// what was chosen, in which precision, and why (with a note when the file
+// has no rates for it), followed by the best three candidates as `giant
+// plan` tabulates them.
 // ConfigError naming the key when it cannot (no cluster file, a cluster of
 // another size, no layout that fits).
 std::string choose_layout(RunConfig& config, int world_size);

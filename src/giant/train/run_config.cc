@@ -9,6 +9,7 @@
 #include "giant/base/edit_distance.h"
 #include "giant/base/error.h"
 #include "giant/base/utf8.h"
+#include "giant/ccl/config.h"
 #include "giant/train/run_keys.h"
 
 namespace giant::train {
@@ -227,6 +228,11 @@ RunConfig run_config_from(const Tunables& keys) {
   for (const RunKey& key : run_keys()) {
     key.read(keys, config);
     if (key.then) key.then(config);
+  }
+  // ccl's link model set by hand outranks a known cluster's links.
+  for (const auto& key : ccl::ccl_keys()) {
+    const bool model = key.name.rfind("ccl.model.", 0) == 0;
+    if (model && keys.has(key.name) && !keys.at_default(key.name)) config.parallel.ccl_model_set = true;
   }
   return config;
 }

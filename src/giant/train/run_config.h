@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "giant/base/tunables.h"
 #include "giant/layout/layout.h"
 #include "giant/models/gpt_config.h"
+#include "giant/planner/cluster_spec.h"
 #include "giant/planner/memory_model.h"
 
 namespace giant::train {
@@ -27,7 +29,12 @@ namespace giant::train {
 struct ParallelSettings {
   std::string partition = "parameters";
   bool automatic = false;
-  std::string cluster;  // parallel.auto's cluster file
+  std::string cluster;  // the cluster file: parallel.auto chooses on it, ccl costs its links
+  // The cluster the run is on, when known: read from parallel.cluster, or
+  // measured under parallel.auto (auto_layout.h). The axis groups' ccl then
+  // chooses algorithms on its links, unless ccl.model.* were set by hand.
+  std::optional<planner::ClusterSpec> known_cluster;
+  bool ccl_model_set = false;
   // The engines' defaults are stated once, in the planner's model of them.
   double bucket_mb = planner::ZeroEngine{}.bucket_bytes / (1 << 20);
   int64_t zero3_prefetch = planner::ZeroEngine{}.zero3_prefetch;

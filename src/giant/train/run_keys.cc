@@ -136,8 +136,10 @@ void add_parallel_keys(std::vector<RunKey>& keys) {
                          "let the planner choose dp, tp, pp, their placement, the schedule, the micro-batch and, where "
                          "left unset, the ZeRO stage, recomputation and gradient wire for the ranks started"));
   keys.push_back(text("parallel.cluster", in_parallel(&P::cluster), Empty::allowed,
-                      "cluster file for parallel.auto (from giant plan --calibrate; empty: the cluster is measured at start-up "
-                      "and written to <train.out_dir>/cluster.toml)"));
+                      "the cluster the run is on, a file from giant plan --calibrate or an earlier run's cluster.toml: "
+                      "parallel.auto chooses on it, and ccl chooses its algorithms on its links unless ccl.model.* are "
+                      "set (empty: under parallel.auto the cluster is measured at start-up and written to "
+                      "<train.out_dir>/cluster.toml)"));
   keys.push_back(real("parallel.bucket_mb", in_parallel(&P::bucket_mb), positive(),
                       "data-parallel gradient bucket size in MiB (one allreduce each, overlapped with backward)"));
   keys.push_back(auto_unless_set(

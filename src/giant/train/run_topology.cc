@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include "giant/base/units.h"
 #include "giant/parallel/tensor_collectives.h"
+#include "giant/planner/comm_model.h"
 
 namespace giant::train {
 
@@ -32,6 +34,18 @@ bool RunTopology::on_every_rank(bool value) const {
   at::Tensor t = torch::full({1}, value ? 1 : 0, torch::kInt);
   parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::min);
   return t.item<int>() == 1;
+}
+
+std::unique_ptr<parallel::Mesh> make_mesh(std::shared_ptr<ccl::Communicator> world, parallel::MeshShape shape,
+                                          const ParallelSettings& parallel, std::string& note) {
+  ccl::CommConfig groups = world->config();
+  if (parallel.known_cluster && !parallel.ccl_model_set) {
+    groups = planner::with_cluster_links(groups, *parallel.known_cluster);
+    note = "ccl chooses its algorithms on the cluster's links: TCP " + format_bit_rate(8e9 * groups.tcp_gbps) + ", " +
+           format_seconds(groups.tcp_alpha_us * 1e-6) + " a message";
+    if (world->shared_memory()) note += "; shared memory " + format_bytes(1e9 * groups.shm_gbps) + "/s";
+  }
+  return std::make_unique<parallel::Mesh>(std::move(world), shape, groups);
 }
 
 }  // namespace giant::train

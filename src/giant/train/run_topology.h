@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "giant/parallel/layer_list.h"
 #include "giant/parallel/mesh.h"
+#include "giant/train/run_config.h"
 
 namespace giant::train {
 
@@ -31,5 +33,12 @@ struct RunTopology {
   // Whether `value` holds on every rank (one small allreduce).
   bool on_every_rank(bool value) const;
 };
+
+// The mesh of `shape` over `world` (collective). Its axis groups' ccl
+// chooses algorithms on the links of parallel.known_cluster where there is
+// one and ccl.model.* were not set by hand, and `note` then says so (else
+// it is left empty).
+std::unique_ptr<parallel::Mesh> make_mesh(std::shared_ptr<ccl::Communicator> world, parallel::MeshShape shape,
+                                          const ParallelSettings& parallel, std::string& note);
 
 }  // namespace giant::train

@@ -148,7 +148,9 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
     s.progress.warning("the C library refused train.retain_memory_mb; freed memory goes back to the kernel");
   }
   if (world && world->size() > 1) {
-    s.topology.mesh = std::make_unique<parallel::Mesh>(std::move(world), shape);
+    std::string links;
+    s.topology.mesh = make_mesh(std::move(world), shape, c.parallel, links);
+    if (!links.empty()) s.progress.line(links);
     if (c.layout.tp > 1) {
       const parallel::Mesh& mesh = *s.topology.mesh;
       s.topology.tp = {&mesh.tp(), mesh.tp_rank(), c.layout.tp, &s.clock.tensor_parallel_s};
