@@ -27,10 +27,13 @@
 #
 # usage: bench/cluster/seed_experiment.sh [BUILD_DIR] [--quick] [--reps 3] [--steps 4 (quick: 3)]
 #            [--topologies "2x2 4x1"] [--systems "auto megatron zero3 dp"] [--rates "a100 v100 slow"] [--out DIR]
+#            [--link-rates "A100 V100 SLOW"]
 #   --quick: 2 layers x hidden 256, global batch 32, 3 steps a run, 2x2 unless --topologies says
 #   --systems, --rates: subsets, so that a long experiment can be split over runs
 #     (without auto there is no measured cluster, so no predictions; the
 #     rates: a100 the A100-matched, v100 the V100-matched, slow the 10x-slower)
+#   --link-rates: the three rates in bit/s instead of those derived from this
+#     run's calibration (a split experiment's later parts at the first one's rates)
 # Output: one line per run, then the table (text) and DIR/seed_experiment.json
 # (beside it, written as the experiment goes: runs.txt, the model, the clusters
 # the auto runs measured and predictions.txt).
@@ -46,6 +49,7 @@ topologies=
 systems="auto megatron zero3 dp"
 rate_names="a100 v100 slow"
 out=
+link_rates=
 if [[ $# -gt 0 && $1 != --* ]]; then build_dir=$1; shift; fi
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -56,6 +60,7 @@ while [[ $# -gt 0 ]]; do
     --systems) systems=$2; shift 2 ;;
     --rates) rate_names=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --link-rates) link_rates=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "$bench_script: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -64,6 +69,8 @@ done
 for name in $rate_names; do
   [[ $name =~ ^(a100|v100|slow)$ ]] || { echo "$bench_script: --rates: unknown rate $name (a100, v100, slow)" >&2; exit 2; }
 done
+[[ -z $link_rates || $link_rates =~ ^[1-9][0-9]*\ [1-9][0-9]*\ [1-9][0-9]*$ ]] ||
+  { echo "$bench_script: --link-rates takes three rates in bit/s, e.g. \"36035481 11243070 1124307\"" >&2; exit 2; }
 [[ $reps =~ ^[1-9][0-9]*$ ]] || { echo "$bench_script: --reps must be a positive integer" >&2; exit 2; }
 for system in $systems; do
   [[ $system =~ ^(auto|megatron|zero3|dp)$ ]] || { echo "$bench_script: --systems: unknown system $system (auto, megatron, zero3, dp)" >&2; exit 2; }
@@ -124,6 +131,7 @@ for topology in $topologies; do
   # host FLOP/s over FLOP per bit: bits per second
   read -r a100 v100 slow <<< "$(awk -v p="$peak" -v r="$ranks" 'BEGIN {
     h = p * 1e12 * r; printf "%d %d %d", h / 3120, h / 10000, h / 100000 }')"
+  [[ -z $link_rates ]] || read -r a100 v100 slow <<< "$link_rates"
   echo "$bench_script: $topology: ${peak} TFLOP/s per rank (fp32, $busy busy) x $ranks a host -> A100-matched $a100 bit/s," \
        "V100-matched $v100 bit/s, 10x below $slow bit/s"
   rates[$topology]=

@@ -503,13 +503,19 @@ TEST(CostFormulas, GradientBucketsHideBehindTheBackwardThatProducesThem) {
 // ccl reduces a dp group spanning shared-memory hosts inside each host first
 // (1.5x fewer bytes between 2 hosts of 2 than a flat ring): the sync costs
 // its choice; DeepSpeed's flat allreduce the ring.
-TEST(CostFormulas, DataParallelSyncCostsCclsHierarchicalAllreduceAcrossHosts) {
+// Two hosts of calibrated_cpu_pair's ranks, sharing memory inside, the
+// link between them as given.
+ClusterSpec two_hosts_of_two(double link_bytes_per_s, double link_latency_s) {
   ClusterSpec c = calibrated_cpu_pair();
   c.hosts = 2;
   c.intra_host = LinkSpec{Transport::shm, 8e9, 2e-6, 1};
-  c.inter_host = LinkSpec{Transport::tcp, 1e8, 5e-5, 1};
+  c.inter_host = LinkSpec{Transport::tcp, link_bytes_per_s, link_latency_s, 1};
   c.validate();
-  c = c.resolved();
+  return c;
+}
+
+TEST(CostFormulas, DataParallelSyncCostsCclsHierarchicalAllreduceAcrossHosts) {
+  const ClusterSpec c = two_hosts_of_two(1e8, 5e-5).resolved();
   const ModelSpec m = bench_model();
   Layout l;  // dp 4 over the 2 hosts, the same 8 sequences per pair of ranks
   l.dp = 4;
@@ -605,11 +611,7 @@ TEST(CommFormulas, ZeroMovementIsHierarchicalWhereCclRunsItOverSharedMemory) {
 // of a 1 MiB bucket, where ccl's defaults (a 10 Gbit/s-class link) choose
 // the flat ring, which sends 1.5x the bytes between hosts.
 TEST(CommFormulas, CclChoosesOnTheClustersLinksWhatThePlannerCosts) {
-  ClusterSpec c = calibrated_cpu_pair();
-  c.hosts = 2;
-  c.intra_host = LinkSpec{Transport::shm, 8e9, 2e-6, 1};
-  c.inter_host = LinkSpec{Transport::tcp, 1.25e6, 3e-4, 1};
-  c.validate();
+  const ClusterSpec c = two_hosts_of_two(1.25e6, 3e-4);
   const ccl::CommConfig defaults;
   const ccl::CommConfig linked = with_cluster_links(defaults, c);
   EXPECT_DOUBLE_EQ(linked.tcp_gbps, 1.25e6 / 1e9);

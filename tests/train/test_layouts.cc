@@ -199,15 +199,21 @@ TEST(LayoutChecks, BadLayoutsNameTheKeyBeforeAnyWork) {
   EXPECT_EQ(key_of({"parallel.auto=true"}, 1), "parallel.auto");  // not chosen yet
 }
 
+// A cluster file of two CPU ranks, on one host or on two.
+std::string two_cpus_toml(int hosts) {
+  return "name = \"two cpus\"\nhosts = " + std::to_string(hosts) + "\ndevices_per_host = " +
+         std::to_string(2 / hosts) +
+         "\n[device]\ntype = \"cpu\"\npeak_tflops = 0.08\nmemory_gib = 8\n"
+         "memory_gbytes_per_s = 10\ngemm_efficiency = 0.8\ngemm_half_dim = 8\n"
+         "[intra_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 1.5\nlatency_us = 40\n"
+         "efficiency = 0.9\n"
+         "[inter_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 0.1\nlatency_us = 60\n"
+         "efficiency = 0.9\n";
+}
+
 TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
   const test::TempDir dir("giant-auto-layout");
-  const std::string file = dir.file("cluster.toml", "name = \"two cpus\"\nhosts = 1\ndevices_per_host = 2\n"
-                         "[device]\ntype = \"cpu\"\npeak_tflops = 0.08\nmemory_gib = 8\n"
-                         "memory_gbytes_per_s = 10\ngemm_efficiency = 0.8\ngemm_half_dim = 8\n"
-                         "[intra_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 1.5\nlatency_us = 40\n"
-                         "efficiency = 0.9\n"
-                         "[inter_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 0.1\nlatency_us = 60\n"
-                         "efficiency = 0.9\n");
+  const std::string file = dir.file("cluster.toml", two_cpus_toml(1));
   auto configured = [](std::vector<std::string> overrides) { return run_config_from(test::keys_with(overrides)); };
   RunConfig c = configured({"parallel.auto=true", "parallel.cluster=\"" + file + "\""});
   const std::string chosen = choose_layout(c, 2);
@@ -243,11 +249,7 @@ TEST(AutoLayout, ThePlannerChoosesForTheRanksStarted) {
 // alike, the layout left as set. ccl.model.* set by hand outrank it.
 TEST(AutoLayout, AClusterFileWithoutAutoGivesOnlyItsLinks) {
   const test::TempDir dir("giant-cluster-links");
-  const std::string file = dir.file("cluster.toml", "name = \"two hosts\"\nhosts = 2\ndevices_per_host = 1\n"
-                         "[device]\ntype = \"cpu\"\npeak_tflops = 0.08\nmemory_gib = 8\n"
-                         "memory_gbytes_per_s = 10\n"
-                         "[intra_host]\ntransport = \"shm\"\nbandwidth_gbytes_per_s = 5\nlatency_us = 2\n"
-                         "[inter_host]\ntransport = \"tcp\"\nbandwidth_gbytes_per_s = 0.01\nlatency_us = 300\n");
+  const std::string file = dir.file("cluster.toml", two_cpus_toml(2));
   RunConfig c = run_config_from(test::keys_with({"parallel.dp=2", "train.micro_batch=8",
                                                  "parallel.cluster=\"" + file + "\""}));
   const giant::Layout as_set = c.layout;
