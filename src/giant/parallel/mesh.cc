@@ -10,9 +10,6 @@ MeshShape mesh_shape_of(const Layout& layout) {
   return {layout.dp, layout.pp, layout.tp};
 }
 
-Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape)
-    : Mesh(world, shape, world ? world->config() : ccl::CommConfig{}) {}
-
 Mesh::Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape, const ccl::CommConfig& group_config)
     : shape_(shape), world_(std::move(world)) {
   GIANT_CHECK(world_ != nullptr, "a mesh needs a world communicator");

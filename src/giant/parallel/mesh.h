@@ -28,10 +28,8 @@ class Mesh {
   // communicator per axis and a second data-parallel one for gradients,
   // which autograd hooks use while the main thread uses dp() (operations are
   // matched by issue order per communicator, so two threads need two).
-  // The axes' communicators have `group_config` (the world's by default:
-  // a caller that knows the cluster's links passes them, see
-  // planner::with_cluster_links).
-  Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape);
+  // The axes' communicators have `group_config` (the world's, or with the
+  // cluster's links: see planner::with_cluster_links).
   Mesh(std::shared_ptr<ccl::Communicator> world, MeshShape shape, const ccl::CommConfig& group_config);
 
   const MeshShape& shape() const { return shape_; }

@@ -77,10 +77,11 @@ bool runs_hierarchical(const ClusterSpec& c, const GroupLink& g) {
   return g.crosses_hosts && g.members_per_host > 1 && c.intra_host.transport == Transport::shm;
 }
 
-// The group as ccl sees it across such hosts, and its links.
+// The group as ccl sees it across such hosts: shared memory as the trainer
+// gives ccl the cluster's links (with_cluster_links), TCP as the group's link.
 ccl::CostModel hierarchical_model(const ClusterSpec& c, const GroupLink& g) {
-  ccl::CostModel model = link_model(g);
-  model.shm = {c.intra_host.latency_s, c.intra_host.effective_bandwidth()};
+  ccl::CostModel model = ccl::CostModel::from(with_cluster_links(ccl::CommConfig{}, c));
+  model.tcp = link_model(g).tcp;
   return model;
 }
 
