@@ -7,6 +7,7 @@
 #include "giant/base/error.h"
 #include "giant/base/tunables.h"
 #include "giant/ccl/config.h"
+#include "giant/ccl/cost_model.h"
 
 namespace giant::ccl {
 namespace {
@@ -62,6 +63,27 @@ TEST(CommConfigKeys, OutOfRangeValuesAreRefusedNamingTheKey) {
       EXPECT_EQ(e.key(), key) << e.what();
     }
   }
+}
+
+// A ring's segment: the call's own wins; otherwise ccl.segment_bytes (or the
+// model's when 0), shortened on a slow link to what it carries in 10 ms.
+TEST(RingSegment, ShortOnASlowLinkAndTheCallsOwnWins) {
+  CommConfig config;  // 1 MiB segments, a 1.2 GB/s link
+  EXPECT_EQ(detail::ring_segment_bytes(config, 0, 16 << 20, 3), size_t{1} << 20);
+  EXPECT_EQ(detail::ring_segment_bytes(config, 4096, 16 << 20, 3), size_t{4096});
+  config.tcp_gbps = 36e6 / 8 / 1e9;  // 36 Mbit/s: 45 KB in 10 ms, under the floor
+  EXPECT_EQ(detail::link_segment_bytes(config), size_t{64} << 10);
+  EXPECT_EQ(detail::ring_segment_bytes(config, 0, 16 << 20, 3), size_t{64} << 10);
+  EXPECT_EQ(detail::ring_segment_bytes(config, 4096, 16 << 20, 3), size_t{4096});
+  config.tcp_gbps = 300e6 / 8 / 1e9;  // 300 Mbit/s: 375 KB
+  EXPECT_NEAR(static_cast<double>(detail::ring_segment_bytes(config, 0, 16 << 20, 3)), 375000, 1);
+  config.segment_bytes = 16 << 10;  // a shorter one set by hand stays
+  EXPECT_EQ(detail::ring_segment_bytes(config, 0, 16 << 20, 3), size_t{16} << 10);
+  config.segment_bytes = 0;  // the model's choice, within the link's
+  config.tcp_gbps = 1.2;
+  EXPECT_EQ(detail::ring_segment_bytes(config, 0, 16 << 20, 3), detail::pipeline_segment_bytes(config, 16 << 20, 3));
+  config.tcp_gbps = 36e6 / 8 / 1e9;
+  EXPECT_EQ(detail::ring_segment_bytes(config, 0, 16 << 20, 3), size_t{64} << 10);
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ std::vector<Row> make_ccl_keys() {
                          "TCP data sockets per peer pair"));
   keys.push_back(accepting(
       followed_by(bytes("ccl.segment_bytes", in(&C::segment_bytes), not_negative(),
-                        "pipeline segment of ring and chain algorithms (0: chosen per call by the alpha-beta model)"),
+                        "pipeline segment of ring and chain algorithms (0: chosen per call by the alpha-beta model); "
+                        "no longer than ccl.model.tcp_gbps carries in 10 ms, or 64 KiB"),
                   check_segment_bytes),
       "0 or >= 4096"));
   keys.push_back(bytes("ccl.allreduce.halving_doubling_max_bytes", in(&C::halving_doubling_max_bytes),

@@ -21,6 +21,8 @@ struct CommConfig {
   // from the alpha-beta model (cost_model.h, pipeline_segment_bytes). Fixed
   // by default: on loopback TCP over 2 cores, 1 to 4 MiB segments measured
   // best at every size (pipelining cannot help when the CPU is the link).
+  // Either way no longer than a slow TCP link carries in 10 ms
+  // (cost_model.h, link_segment_bytes).
   size_t segment_bytes = 1 << 20;
   // Automatic allreduce weighs halving-doubling up to this size (algorithm_choice.h).
   size_t halving_doubling_max_bytes = 256 << 10;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace giant::ccl::detail {
 
@@ -13,6 +14,20 @@ size_t pipeline_segment_bytes(const CommConfig& config, size_t block_bytes, int 
   size_t segment = k > 1 ? static_cast<size_t>(block / k) : block_bytes;
   segment = std::clamp(segment, kMin, kMax);
   return (segment + kAlign - 1) / kAlign * kAlign;
+}
+
+size_t link_segment_bytes(const CommConfig& config) {
+  constexpr double kSegmentSeconds = 0.010;
+  constexpr size_t kMin = 64 << 10;
+  const double carried = config.tcp_gbps * 1e9 * kSegmentSeconds;
+  return carried >= static_cast<double>(SIZE_MAX / 2) ? SIZE_MAX / 2 : std::max(kMin, static_cast<size_t>(carried));
+}
+
+size_t ring_segment_bytes(const CommConfig& config, size_t call_segment_bytes, size_t block_bytes, int hops) {
+  if (call_segment_bytes > 0) return call_segment_bytes;
+  const size_t chosen =
+      config.segment_bytes > 0 ? config.segment_bytes : pipeline_segment_bytes(config, block_bytes, hops);
+  return std::min(chosen, link_segment_bytes(config));
 }
 
 std::vector<std::vector<int>> ranks_by_host(const Communicator& comm) {

@@ -20,6 +20,19 @@ GroupShape group_shape(const Communicator& comm);
 // block / (alpha beta)). Kept within [64 KiB, 4 MiB] and a multiple of 4 KiB.
 size_t pipeline_segment_bytes(const CommConfig& config, size_t block_bytes, int hops);
 
+// The longest segment worth sending over the TCP link of the cost model
+// (ccl.model.tcp_gbps): what it carries in 10 ms, never under 64 KiB. On a
+// slow link a long segment makes each step of a ring wait for the slowest
+// of its TCP streams: at 5.7 Mbit/s over 4 emulated hosts a 1 MiB allreduce
+// in 1 MiB segments reached 65-80% of the link, in 32-64 KiB ones 88-91%;
+// from 300 Mbit/s up the segment size did not matter.
+size_t link_segment_bytes(const CommConfig& config);
+
+// The pipeline segment of a ring or chain call: the call's own
+// (call_segment_bytes, when not 0), else ccl.segment_bytes, else
+// pipeline_segment_bytes; the last two no longer than link_segment_bytes.
+size_t ring_segment_bytes(const CommConfig& config, size_t call_segment_bytes, size_t block_bytes, int hops);
+
 // The communicator's ranks host by host (hosts in order of first rank,
 // ranks in local rank order).
 std::vector<std::vector<int>> ranks_by_host(const Communicator& comm);

@@ -137,9 +137,7 @@ void OpContext::wait_all() {
 }
 
 size_t OpContext::segment_bytes(size_t block_bytes, int hops) const {
-  if (segment_bytes_ > 0) return segment_bytes_;
-  if (engine_.config_.segment_bytes > 0) return engine_.config_.segment_bytes;
-  return pipeline_segment_bytes(engine_.config_, block_bytes, hops);
+  return ring_segment_bytes(engine_.config_, segment_bytes_, block_bytes, hops);
 }
 
 char* OpContext::scratch(int slot, size_t bytes) {

@@ -76,7 +76,7 @@ class OpContext {
   // A reusable buffer of the engine (slot 0..2), valid until the op ends.
   char* scratch(int slot, size_t bytes);
   // The pipeline segment for blocks of block_bytes through `hops` steps of a
-  // ring or chain: the call's own, else ccl.segment_bytes, else the model's.
+  // ring or chain (cost_model.h, ring_segment_bytes).
   size_t segment_bytes(size_t block_bytes, int hops) const;
 
   // Between chunks of a large operation: where more urgent queued work may
