@@ -68,6 +68,10 @@ double ccl_allreduce_seconds(double bytes, const ClusterSpec& cluster, const Gro
 // sends 2/3 of the ring's bytes between hosts.
 ccl::CommConfig with_cluster_links(ccl::CommConfig config, const ClusterSpec& cluster);
 
+// `config` with `link` as ccl's TCP cost model (what with_cluster_links
+// gives the TCP link it picks).
+ccl::CommConfig with_tcp_link(ccl::CommConfig config, const LinkSpec& link);
+
 // One message between two ranks.
 double point_to_point_seconds(double bytes, const GroupLink& link);
 

@@ -18,6 +18,7 @@
 #include "giant/ccl/communicator.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/planner/calibrate.h"
+#include "giant/planner/comm_model.h"
 #include "giant/train/calibration_probes.h"
 
 namespace giant::train {
@@ -67,7 +68,10 @@ double allreduce_seconds(ccl::Communicator& comm, int64_t bytes, int repeats, bo
 // one allreduce takes its share of `seconds` (the repeats and a warm-up
 // fit in them), so a fast link is timed on megabytes, well past its
 // latency, and a slow one on what it moves in that time, never on more.
-planner::AllreduceTimes time_link(ccl::Communicator& comm, double seconds) {
+// A TCP link's large allreduce runs as training's will: on a group whose
+// cost model has the pilot's rate, so that ccl cuts it into the segments
+// it would use on this link (ccl's defaults suit a fast one).
+planner::AllreduceTimes time_link(ccl::Communicator& comm, double seconds, bool tcp) {
   planner::AllreduceTimes t;
   t.ranks = comm.size();
   t.small_bytes = kLatencyBytes;
@@ -81,7 +85,13 @@ planner::AllreduceTimes time_link(ccl::Communicator& comm, double seconds) {
     once_s = allreduce_seconds(comm, bytes, 1, false);
   }
   t.large_bytes = bytes;
-  t.large_s = allreduce_seconds(comm, bytes, kRepeats, false);
+  std::shared_ptr<ccl::Communicator> tuned;
+  if (tcp) {
+    const planner::AllreduceTimes pilot{t.ranks, t.small_bytes, t.small_s, bytes, once_s};
+    const auto link = planner::link_from_allreduce(pilot, planner::Transport::tcp);
+    tuned = comm.split(0, comm.rank(), planner::with_tcp_link(comm.config(), link));
+  }
+  t.large_s = allreduce_seconds(tuned ? *tuned : comm, bytes, kRepeats, false);
   return t;
 }
 
@@ -131,8 +141,8 @@ std::pair<planner::LinkSpec, planner::LinkSpec> measure_links(ccl::Communicator&
   // Half the budget left for each link, and no more than a few seconds:
   // a large allreduce of a quarter second already shows the link's rate.
   const double per_link_s = std::min(kMostSecondsPerLink, budget_s / 2);
-  if (topology.local_size > 1) intra = time_link(*host, per_link_s);
-  if (across != nullptr && across->size() > 1) inter = time_link(*across, per_link_s);
+  if (topology.local_size > 1) intra = time_link(*host, per_link_s, !world.shared_memory());
+  if (across != nullptr && across->size() > 1) inter = time_link(*across, per_link_s, true);
   // Only some ranks measured each link: the others learn it from them.
   const std::vector<double> figures =
       agreed(world,
