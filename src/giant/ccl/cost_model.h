@@ -24,8 +24,8 @@ size_t pipeline_segment_bytes(const CommConfig& config, size_t block_bytes, int 
 // (ccl.model.tcp_gbps): what it carries in 10 ms, never under 64 KiB. On a
 // slow link a long segment makes each step of a ring wait for the slowest
 // of its TCP streams: at 5.7 Mbit/s over 4 emulated hosts a 1 MiB allreduce
-// in 1 MiB segments reached 65-80% of the link, in 32-64 KiB ones 88-91%;
-// from 300 Mbit/s up the segment size did not matter.
+// in 1 MiB segments reached 62-79% of the link, in 32-64 KiB ones 82-91%;
+// at 300 Mbit/s the segment size did not matter.
 size_t link_segment_bytes(const CommConfig& config);
 
 // The pipeline segment of a ring or chain call: the call's own
