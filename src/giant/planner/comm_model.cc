@@ -131,7 +131,9 @@ double grad_wire_memory_bytes(double parameters, const ClusterSpec& c, const Lay
 ccl::CommConfig with_cluster_links(ccl::CommConfig config, const ClusterSpec& cluster) {
   const ClusterSpec c = cluster.resolved();
   const bool across = c.hosts > 1;
-  if (across || c.intra_host.transport == Transport::tcp) config = with_tcp_link(config, across ? c.inter_host : c.intra_host);
+  if (across || c.intra_host.transport == Transport::tcp) {
+    config = with_tcp_link(config, across ? c.inter_host : c.intra_host);
+  }
   if (c.intra_host.transport == Transport::shm) {
     config.shm_alpha_us = c.intra_host.latency_s * 1e6;
     config.shm_gbps = c.intra_host.effective_bandwidth() / 1e9;
