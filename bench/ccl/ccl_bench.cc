@@ -38,6 +38,7 @@
 #include "giant/base/tunables.h"
 #include "giant/ccl/bootstrap.h"
 #include "giant/ccl/collectives.h"
+#include "giant/ccl/cost_model.h"
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/config.h"
 #include "giant/ccl/store.h"
@@ -496,10 +497,11 @@ void print_preamble(const Options& o, const std::string& launcher) {
 // The ccl settings and the run's limit (no figure without its peer or limit).
 void print_config_and_limit(const ccl::CommConfig& config) {
   std::printf("# ccl: timeout=%lldms connect_timeout=%lldms sockets_per_peer=%d segment_bytes=%zu "
-              "halving_doubling_max_bytes=%zu\n",
+              "(ring segments at most %zu on tcp_gbps=%g) halving_doubling_max_bytes=%zu\n",
               static_cast<long long>(config.timeout.count()),
               static_cast<long long>(config.connect_timeout.count()), config.sockets_per_peer,
-              config.segment_bytes, config.halving_doubling_max_bytes);
+              config.segment_bytes, ccl::detail::link_segment_bytes(config), config.tcp_gbps,
+              config.halving_doubling_max_bytes);
   // The limit of the same run, measured before any rank starts.
   double memcpy_gbps = measure_memcpy_gbps();
   std::printf("# limit: single-thread memcpy %.2f GB/s\n", memcpy_gbps);
