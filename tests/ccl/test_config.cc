@@ -50,7 +50,7 @@ TEST(CommConfigKeys, ValuesSetAreRead) {
 
 TEST(CommConfigKeys, OutOfRangeValuesAreRefusedNamingTheKey) {
   const std::pair<const char*, const char*> bad[] = {
-      {"ccl.timeout", "0"},           {"ccl.tcp.sockets_per_peer", "65"}, {"ccl.tcp.sockets_per_peer", "0"},
+      {"ccl.timeout", "0"},           {"ccl.tcp.sockets_per_peer", "65"}, {"ccl.tcp.sockets_per_peer", "-1"},
       {"ccl.segment_bytes", "100"},   {"ccl.engine.chunk_bytes", "1KiB"}, {"ccl.transport", "rdma"},
       {"ccl.shm.chunk_bytes", "1KiB"}, {"ccl.model.tcp_gbps", "0"},        {"ccl.model.shm_alpha_us", "-1"}};
   for (const auto& [key, value] : bad) {
@@ -84,6 +84,21 @@ TEST(RingSegment, ShortOnASlowLinkAndTheCallsOwnWins) {
   EXPECT_EQ(detail::ring_segment_bytes(config, 0, 16 << 20, 3), detail::pipeline_segment_bytes(config, 16 << 20, 3));
   config.tcp_gbps = 36e6 / 8 / 1e9;
   EXPECT_EQ(detail::ring_segment_bytes(config, 0, 16 << 20, 3), size_t{64} << 10);
+}
+
+// Data sockets per peer: the key's count, or when 0, two but one on a TCP
+// link of the model under 1 Gbit/s.
+TEST(DataSockets, OneOnASlowLinkUnlessSetByHand) {
+  CommConfig config;  // 0, a 1.2 GB/s link
+  EXPECT_EQ(config.sockets_per_peer, 0);
+  EXPECT_EQ(detail::data_sockets_per_peer(config), 2);
+  config.tcp_gbps = 36e6 / 8 / 1e9;
+  EXPECT_EQ(detail::data_sockets_per_peer(config), 1);
+  config.tcp_gbps = 1e9 / 8 / 1e9;  // 1 Gbit/s itself: two
+  EXPECT_EQ(detail::data_sockets_per_peer(config), 2);
+  config.tcp_gbps = 36e6 / 8 / 1e9;
+  config.sockets_per_peer = 3;
+  EXPECT_EQ(detail::data_sockets_per_peer(config), 3);
 }
 
 }  // namespace

@@ -348,6 +348,26 @@ void expect_mismatch_detected(const std::string& test, const std::function<void(
   }
 }
 
+// Ranks that would open different numbers of data sockets per peer (a
+// different ccl.tcp.sockets_per_peer, or link models on either side of the
+// threshold) fail at once, naming the key, instead of timing out connecting.
+TEST(Faults, RanksThatDisagreeOnDataSocketsFailNamingTheKey) {
+  auto store = std::make_shared<MemoryStore>();
+  run_threads(3, [&](int rank) {
+    CommConfig config = test_config(kTimeout);
+    if (rank == 2) config.tcp_gbps = 0.001;  // one socket where the others open two
+    const int64_t started = monotonic_ns();
+    try {
+      Communicator::create(store, rank, 3, config);
+      ADD_FAILURE() << "rank " << rank << " connected";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.key(), "ccl.tcp.sockets_per_peer") << e.what();
+      EXPECT_TRUE(mentions(e.what(), "rank 2")) << e.what();
+    }
+    EXPECT_LE(seconds_between(started, monotonic_ns()), 1.0) << "rank " << rank;
+  });
+}
+
 TEST(Faults, MismatchedCountsAreDetectedOnEveryRank) {
   expect_mismatch_detected("counts", [](int rank, AllreduceOptions& o) { o.count = rank == 0 ? 1000 : 7; },
                            {"1000", "7"});

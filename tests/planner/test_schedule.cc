@@ -200,6 +200,24 @@ TEST(Schedule, TransfersDelayOnlyTheReceiver) {
   EXPECT_LT(simulate(many, ActionCosts::uniform(2, 1, 2, 0.5)).step_s - without, 16 * 2 * 0.5);
 }
 
+// Each rank's link carries what it sends and what it receives at the full
+// rate, shared by the transfers on it at once. Link-bound here: computes of
+// 1 ms, transfers of 1 s.
+TEST(Schedule, TransfersShareEachRanksLink) {
+  const PipelineShape three = shape_of(Schedule::one_f_one_b, 3, 1, 32);
+  const ActionCosts costs = ActionCosts::uniform(3, 1e-3, 1e-3, 1.0);
+  // Forward only, the middle rank receives and sends at once, each way at the
+  // full rate: the second link's transfers follow each other from the first
+  // arrival (1.002 s) on, and the last stage computes the last at 33.002.
+  const SimulationResult chain = simulate_schedule(lower_communication(generate_forward_only(three)), costs);
+  EXPECT_NEAR(chain.step_s, 1.002 + 32 + 1e-3, 1e-9);
+  // 1F1B: the middle rank sends each micro-batch's activation on and its
+  // gradient back over its one link, 2 s of it per micro-batch.
+  const double step = simulate(three, costs).step_s;
+  EXPECT_GE(step, 2.0 * 32);
+  EXPECT_LE(step, 2.0 * 32 + 2 * 2 * 2);
+}
+
 TEST(Schedule, UnequalStagesFollowSumPlusSlowest) {
   ActionCosts costs = ActionCosts::uniform(3, 0, 0);
   costs.forward_s = {1.0, 3.0, 2.0};

@@ -10,6 +10,7 @@
 #include "giant/base/error.h"
 #include "giant/base/logging.h"
 #include "giant/ccl/collectives.h"
+#include "giant/ccl/cost_model.h"
 #include "giant/ccl/engine.h"
 #include "giant/ccl/socket.h"
 
@@ -19,16 +20,17 @@ namespace {
 struct PeerAddress {
   std::string ip;
   int port = 0;
+  int sockets = 0;  // data sockets per peer pair it connects with
   std::string host_id;
 };
 
 PeerAddress parse_address(const std::string& text, int peer) {
   std::istringstream in(text);
   PeerAddress a;
-  in >> a.ip >> a.port;
+  in >> a.ip >> a.port >> a.sockets;
   std::getline(in, a.host_id);
   if (!a.host_id.empty() && a.host_id[0] == ' ') a.host_id.erase(0, 1);
-  if (a.ip.empty() || a.port <= 0) throw CommError(peer, "bad address published by rank " + std::to_string(peer));
+  if (a.ip.empty() || a.port <= 0 || a.sockets < 1) throw CommError(peer, "bad address published by rank " + std::to_string(peer));
   return a;
 }
 
@@ -135,7 +137,7 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, Com
     : store_(std::move(store)), rank_(rank), size_(size), config_(std::move(config)), name_(std::move(name)) {
   if (config_.host_id.empty()) config_.host_id = default_host_id();
   if (size_ == 1) {
-    topology_ = build_topology({PeerAddress{"", 0, config_.host_id}}, 0);
+    topology_ = build_topology({PeerAddress{"", 0, 1, config_.host_id}}, 0);
     engine_ = std::make_unique<detail::Engine>(0, 1, config_, std::vector<detail::PeerLinks>{}, nullptr);
     return;
   }
@@ -157,7 +159,9 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, Com
     GIANT_CHECK(RAND_bytes(hello.token, sizeof hello.token) == 1, "no randomness for the connection token");
     scoped.set("token", Bytes(hello.token, hello.token + sizeof hello.token));
   }
-  scoped.set("rank/" + std::to_string(rank_), to_bytes(ip + " " + std::to_string(port) + " " + config_.host_id));
+  const int sockets = detail::data_sockets_per_peer(config_);
+  scoped.set("rank/" + std::to_string(rank_),
+             to_bytes(ip + " " + std::to_string(port) + " " + std::to_string(sockets) + " " + config_.host_id));
   Bytes token = scoped.get("token", left(deadline));
   GIANT_CHECK(token.size() == sizeof hello.token, "bad connection token in the store");
   std::memcpy(hello.token, token.data(), token.size());
@@ -171,7 +175,15 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, Com
                                 std::to_string(config_.connect_timeout.count()) + " ms");
     }
   }
-  auto links = connect_mesh(rank_, size_, config_.sockets_per_peer, peers, listener, hello, deadline);
+  for (int p = 0; p < size_; ++p) {
+    if (peers[p].sockets == sockets) continue;
+    throw ConfigError("ccl.tcp.sockets_per_peer",
+                      "rank " + std::to_string(p) + " of communicator '" + name_ + "' connects with " +
+                          std::to_string(peers[p].sockets) + " data sockets per peer, rank " + std::to_string(rank_) +
+                          " with " + std::to_string(sockets) +
+                          ": every rank needs the same ccl.tcp.sockets_per_peer and ccl.model.tcp_gbps");
+  }
+  auto links = connect_mesh(rank_, size_, sockets, peers, listener, hello, deadline);
   topology_ = build_topology(peers, rank_);
   auto shm = detail::ShmGroup::create(scoped, topology_, rank_, config_, deadline);
   engine_ = std::make_unique<detail::Engine>(rank_, size_, config_, std::move(links), std::move(shm));

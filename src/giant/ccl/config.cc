@@ -31,8 +31,8 @@ std::vector<Row> make_ccl_keys() {
                           "bound on one whole collective or point-to-point operation"));
   keys.push_back(duration("ccl.connect_timeout", in(&C::connect_timeout), positive(),
                           "bound on rendezvous and connecting to every peer"));
-  keys.push_back(integer("ccl.tcp.sockets_per_peer", in(&C::sockets_per_peer), between(1, 64),
-                         "TCP data sockets per peer pair"));
+  keys.push_back(integer("ccl.tcp.sockets_per_peer", in(&C::sockets_per_peer), between(0, 64),
+                         "TCP data sockets per peer pair (0: 2, or 1 where ccl.model.tcp_gbps is under 1 Gbit/s)"));
   keys.push_back(accepting(
       followed_by(bytes("ccl.segment_bytes", in(&C::segment_bytes), not_negative(),
                         "pipeline segment of ring and chain algorithms (0: chosen per call by the alpha-beta model); "

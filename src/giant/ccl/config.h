@@ -16,7 +16,8 @@ struct CommConfig {
   // Bound on rendezvous: waiting for all ranks and connecting to them.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
   // TCP data sockets per peer pair; large messages are striped over them.
-  int sockets_per_peer = 2;
+  // 0 chooses by the cost model's TCP link (cost_model.h, data_sockets_per_peer).
+  int sockets_per_peer = 0;
   // Pipeline segment of ring and chain algorithms; 0 chooses it per call
   // from the alpha-beta model (cost_model.h, pipeline_segment_bytes). Fixed
   // by default: on loopback TCP over 2 cores, 1 to 4 MiB segments measured

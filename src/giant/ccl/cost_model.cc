@@ -23,6 +23,12 @@ size_t link_segment_bytes(const CommConfig& config) {
   return carried >= static_cast<double>(SIZE_MAX / 2) ? SIZE_MAX / 2 : std::max(kMin, static_cast<size_t>(carried));
 }
 
+int data_sockets_per_peer(const CommConfig& config) {
+  constexpr double kOneStreamFillsGbytesPerS = 0.125;  // 1 Gbit/s
+  if (config.sockets_per_peer > 0) return config.sockets_per_peer;
+  return config.tcp_gbps < kOneStreamFillsGbytesPerS ? 1 : 2;
+}
+
 size_t ring_segment_bytes(const CommConfig& config, size_t call_segment_bytes, size_t block_bytes, int hops) {
   if (call_segment_bytes > 0) return call_segment_bytes;
   const size_t chosen =

@@ -28,6 +28,14 @@ size_t pipeline_segment_bytes(const CommConfig& config, size_t block_bytes, int 
 // at 300 Mbit/s the segment size did not matter.
 size_t link_segment_bytes(const CommConfig& config);
 
+// The data sockets per peer pair: ccl.tcp.sockets_per_peer, or when it is 0,
+// two (on loopback one stream is bound by the core that copies it, and two
+// moved 4 MiB 1.3-1.4x faster), but one on a TCP link of the cost model
+// under 1 Gbit/s, which one stream fills: there a second only contends
+// with the first in the link's queue (a chain of pipeline messages over 3
+// emulated hosts at 18 Mbit/s took 1.2-1.4x longer on two).
+int data_sockets_per_peer(const CommConfig& config);
+
 // The pipeline segment of a ring or chain call: the call's own
 // (call_segment_bytes, when not 0), else ccl.segment_bytes, else
 // pipeline_segment_bytes; the last two no longer than link_segment_bytes.

@@ -61,10 +61,25 @@ long long token_bucket_bytes(double bits_per_s) {
   return static_cast<long long>(std::max(16.0 * 1024, bits_per_s / 8 * 0.005));
 }
 
-std::string token_bucket(double bits_per_s) {
+// The tc commands that cap one link end (`tc -n NS ... dev DEV`): a token
+// bucket at the rate, and under it two queues, small packets (TCP's
+// acknowledgements) first. A host's own network stack (fq_codel, Linux's
+// usual default) does not queue the acknowledgements of what it receives
+// behind what it sends; in one FIFO they wait behind the bucket's whole
+// queue, up to the queue's time, and a host that sends and receives at
+// once (a ring, a pipeline's middle stage) starves the flow it receives.
+std::string link_cap_commands(const std::string& ns, const std::string& dev, double bits_per_s) {
   const auto queue_bytes = static_cast<long long>(std::max(256.0 * 1024, bits_per_s / 8 * 0.05));
-  return " root tbf rate " + std::to_string(std::llround(bits_per_s)) + "bit burst " +
-         std::to_string(token_bucket_bytes(bits_per_s)) + "b limit " + std::to_string(queue_bytes) + "b";
+  const std::string tc = "tc -n " + ns + " ";
+  const std::string on = " dev " + dev + " ";
+  // The priority classes' own rates are far above the bucket's: only it caps.
+  const std::string unlimited = " htb rate " + std::to_string(std::llround(bits_per_s * 10)) + "bit";
+  return tc + "qdisc add" + on + "root handle 1: tbf rate " + std::to_string(std::llround(bits_per_s)) +
+         "bit burst " + std::to_string(token_bucket_bytes(bits_per_s)) + "b limit " + std::to_string(queue_bytes) +
+         "b; " + tc + "qdisc add" + on + "parent 1:1 handle 10: htb default 2; " + tc + "class add" + on +
+         "parent 10: classid 10:1" + unlimited + " prio 0; " + tc + "class add" + on + "parent 10: classid 10:2" +
+         unlimited + " prio 1; " + tc + "qdisc add" + on + "parent 10:2 bfifo limit " + std::to_string(queue_bytes) +
+         "; " + tc + "filter add" + on + "parent 10: protocol ip prio 1 u32 match u16 0 0xff80 at 2 flowid 10:1";
 }
 
 // The largest segment TCP may hand a capped veth (64 KiB by default): half
@@ -105,7 +120,6 @@ EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::str
   switch_name_ = prefix_ + "switch";
   for (int h = 0; h < spec.hosts; ++h) names_.push_back(prefix_ + std::to_string(h));
   uplink_ = "gemu" + std::to_string(::getpid());  // this namespace's end: at most 15 characters
-  const std::string cap = spec.link_bits_per_s > 0 ? token_bucket(spec.link_bits_per_s) : "";
   const std::string segment = std::to_string(segment_bytes(spec.link_bits_per_s));
 
   std::string script = "set -e; exec 9>" + std::string(kSubnetLock) + "; flock 9; n=1; " +
@@ -125,10 +139,10 @@ EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::str
     add("ip -n " + switch_name_ + " link set " + port + " up");
     add("ip -n " + host + " addr add 10.79.$n." + std::to_string(h + 1) + "/24 dev veth0");
     add("ip -n " + host + " link set veth0 up");
-    if (!cap.empty()) {
+    if (spec.link_bits_per_s > 0) {
       add("ip -n " + host + " link set dev veth0 gso_max_size " + segment);
-      add("tc -n " + host + " qdisc add dev veth0" + cap);           // what the host sends
-      add("tc -n " + switch_name_ + " qdisc add dev " + port + cap);  // what it receives
+      add(link_cap_commands(host, "veth0", spec.link_bits_per_s));        // what the host sends
+      add(link_cap_commands(switch_name_, port, spec.link_bits_per_s));  // what it receives
     }
   }
   add("ip link add " + uplink_ + " type veth peer name uplink netns " + switch_name_);
@@ -146,7 +160,7 @@ EmulatedCluster::EmulatedCluster(const EmulatedClusterSpec& spec, const std::str
   log << "giant launch: emulating " << spec.hosts << " host" << (spec.hosts == 1 ? "" : "s") << " of "
       << spec.ranks_per_host << " rank" << (spec.ranks_per_host == 1 ? "" : "s") << " (namespaces " << prefix_ << "0"
       << (spec.hosts > 1 ? ".." + std::to_string(spec.hosts - 1) : "") << "), each host's link "
-      << (cap.empty() ? "uncapped" : "capped at " + format_bit_rate(spec.link_bits_per_s) + " each way") << "\n"
+      << (spec.link_bits_per_s <= 0 ? "uncapped" : "capped at " + format_bit_rate(spec.link_bits_per_s) + " each way") << "\n"
       << std::flush;
 }
 

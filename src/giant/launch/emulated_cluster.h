@@ -5,7 +5,8 @@
 // to a bridge in giant-emu-PID-switch. What a host sends is capped on its own
 // veth end, what it receives on its bridge port (tc tbf both: netem, which
 // could add delay, is absent on these kernels), so each host's link is RATE
-// in both directions, as a host's NIC is. A last, uncapped bridge port leads
+// in both directions, as a host's NIC is; small packets (acknowledgements)
+// pass ahead of its queue. A last, uncapped bridge port leads
 // to this namespace, where the launcher serves the store. Ranks of one host
 // share it and so use shared memory between them, as on a real machine.
 //

@@ -1,7 +1,12 @@
-// simulate_schedule: every rank runs its list in order; a compute waits for
-// the rank and for its inputs, and finishing one wakes the rank that waits
-// for it, so the whole step costs one pass over the actions.
+// simulate_schedule: time moves from event to event (a compute ends, a
+// transfer arrives); at each, the ranks it concerns start their next compute
+// if its inputs are there. Transfers are a fluid: each rank's link carries
+// what it sends and what it receives at its full rate, shared evenly by the
+// transfers on it at once; between two ranks they go one after another
+// (one TCP stream, in order).
 #include <algorithm>
+#include <deque>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -14,6 +19,81 @@ namespace {
 
 constexpr double kNotYet = -1;
 
+// A transfer between two ranks: what is left of it, in seconds at the full
+// rate, and whose input it is once there.
+struct Transfer {
+  double left_s = 0;
+  size_t slot = 0;
+  bool gradient = false;
+};
+
+// Transfers under way between ranks, sharing each rank's link.
+class Links {
+ public:
+  explicit Links(int ranks)
+      : ranks_(ranks), queues_(static_cast<size_t>(ranks) * ranks),
+        sending_(ranks, 0), receiving_(ranks, 0) {}
+
+  void start(int from, int to, const Transfer& t) {
+    const size_t pair = static_cast<size_t>(from) * ranks_ + to;
+    if (queues_[pair].empty()) {
+      active_.push_back(pair);
+      ++sending_[from];
+      ++receiving_[to];
+    }
+    queues_[pair].push_back(t);
+  }
+
+  bool idle() const { return active_.empty(); }
+
+  // When the first transfer under way ends at the present shares.
+  double next_end_s(double now) const {
+    double next = -1;
+    for (size_t pair : active_) {
+      const double end = now + queues_[pair].front().left_s / rate(pair);
+      if (next < 0 || end < next) next = end;
+    }
+    return next;
+  }
+
+  // Moves every transfer under way on from `now` to `then` (no later than
+  // next_end_s); calls arrived(to, transfer) for each that ends by then, and
+  // starts the next between its ranks.
+  template <typename Arrived>
+  void advance(double now, double then, Arrived&& arrived) {
+    std::vector<size_t> ended;
+    for (size_t pair : active_) {
+      Transfer& head = queues_[pair].front();
+      const double rate_now = rate(pair);
+      if (now + head.left_s / rate_now <= then) {
+        ended.push_back(pair);
+      } else {
+        head.left_s -= (then - now) * rate_now;
+      }
+    }
+    for (size_t pair : ended) {
+      const int from = static_cast<int>(pair / ranks_), to = static_cast<int>(pair % ranks_);
+      arrived(to, queues_[pair].front());
+      queues_[pair].pop_front();
+      if (!queues_[pair].empty()) continue;
+      active_.erase(std::find(active_.begin(), active_.end(), pair));
+      --sending_[from];
+      --receiving_[to];
+    }
+  }
+
+ private:
+  double rate(size_t pair) const {
+    const size_t from = pair / ranks_, to = pair % ranks_;
+    return 1.0 / std::max(sending_[from], receiving_[to]);
+  }
+
+  const int ranks_;
+  std::vector<std::deque<Transfer>> queues_;  // [from * ranks + to], the head under way
+  std::vector<size_t> active_;                // pairs with a transfer under way
+  std::vector<int> sending_, receiving_;      // [rank] transfers under way on its link
+};
+
 class Simulator {
  public:
   Simulator(const PipelineSchedule& lowered, const ActionCosts& costs, bool timeline)
@@ -23,33 +103,46 @@ class Simulator {
         stages_(shape_.stages()),
         timeline_(timeline),
         // Inputs come from neighbouring stages, on other ranks whenever p > 1.
-        neighbour_transfer_s_(shape_.pp > 1 ? costs.transfer_s : 0) {
+        neighbour_transfer_s_(shape_.pp > 1 ? costs.transfer_s : 0),
+        links_(shape_.pp) {
     for (int stage = 0; stage < stages_; ++stage) rank_of_stage_.push_back(shape_.rank_of_stage(stage));
     const size_t slots = static_cast<size_t>(stages_) * static_cast<size_t>(shape_.micro_batches);
     forward_end_.assign(slots, kNotYet);
     backward_end_.assign(slots, kNotYet);
     forward_arrival_.assign(slots, kNotYet);
     backward_arrival_.assign(slots, kNotYet);
-    link_free_at_.assign(static_cast<size_t>(shape_.pp) * static_cast<size_t>(shape_.pp), 0);
-    next_.assign(static_cast<size_t>(shape_.pp), 0);
-    free_at_.assign(static_cast<size_t>(shape_.pp), 0);
-    queued_.assign(static_cast<size_t>(shape_.pp), true);
+    const auto ranks = static_cast<size_t>(shape_.pp);
+    next_.assign(ranks, 0);
+    free_at_.assign(ranks, 0);
+    busy_.assign(ranks, false);
     in_flight_.assign(static_cast<size_t>(stages_), 0);
-    result_.busy_s.assign(static_cast<size_t>(shape_.pp), 0);
+    result_.busy_s.assign(ranks, 0);
     result_.peak_in_flight.assign(static_cast<size_t>(stages_), 0);
     if (!timeline_) return;
-    result_.timeline.resize(static_cast<size_t>(shape_.pp));
+    result_.timeline.resize(ranks);
     for (int r = 0; r < shape_.pp; ++r) result_.timeline[r].reserve(s_.ranks[r].size());
   }
 
   SimulationResult run() {
-    std::vector<int> ready;
-    for (int r = shape_.pp - 1; r >= 0; --r) ready.push_back(r);
-    while (!ready.empty()) {
-      const int r = ready.back();
-      ready.pop_back();
-      queued_[r] = false;
-      advance(r, ready);
+    for (int r = 0; r < shape_.pp; ++r) try_start(r);
+    while (!computing_.empty() || !links_.idle()) {
+      double next = computing_.empty() ? -1 : computing_.top().first;
+      const double transfer_end = links_.idle() ? -1 : links_.next_end_s(now_);
+      if (next < 0 || (transfer_end >= 0 && transfer_end < next)) next = transfer_end;
+      std::vector<int> woken;
+      links_.advance(now_, next, [&](int to, const Transfer& t) {
+        (t.gradient ? backward_arrival_ : forward_arrival_)[t.slot] = next;
+        woken.push_back(to);
+      });
+      now_ = next;
+      while (!computing_.empty() && computing_.top().first <= now_) {
+        const int r = computing_.top().second;
+        computing_.pop();
+        finish_compute(r, woken);
+      }
+      std::sort(woken.begin(), woken.end());
+      woken.erase(std::unique(woken.begin(), woken.end()), woken.end());
+      for (int r : woken) try_start(r);
     }
     finish();
     return std::move(result_);
@@ -57,17 +150,6 @@ class Simulator {
 
  private:
   size_t slot(const Action& a) const { return static_cast<size_t>(a.stage) * shape_.micro_batches + a.micro_batch; }
-
-  // When an output that was ready at `end` on rank `from` is at rank `to`:
-  // transfers between two ranks go one after another in each direction
-  // (one link; a transfer longer than the compute between two sends makes
-  // the next wait), each transfer_s long.
-  double send(int from, int to, double end) {
-    if (from == to || neighbour_transfer_s_ <= 0) return end;
-    double& free_at = link_free_at_[static_cast<size_t>(from) * shape_.pp + to];
-    free_at = std::max(end, free_at) + neighbour_transfer_s_;
-    return free_at;
-  }
 
   // When a compute's inputs are there, kNotYet while one is not.
   double inputs_ready(const Action& a) const {
@@ -106,56 +188,63 @@ class Simulator {
                 rank_of_stage_[a.stage]);
   }
 
-  // Runs rank r's list until it ends or a compute's input is missing.
-  void advance(int r, std::vector<int>& ready) {
+  // Starts rank r's next compute if it is idle and the compute's inputs are
+  // there, passing the sends and receives before it (they take no rank time).
+  void try_start(int r) {
+    if (busy_[r]) return;
     const std::vector<Action>& list = s_.ranks[r];
     std::vector<TimedAction>* timeline = timeline_ ? &result_.timeline[r] : nullptr;
     while (next_[r] < list.size()) {
       const Action& a = list[next_[r]];
       check_runnable(a, r);
-      if (!is_compute(a.kind)) {  // posted or issued at once, no rank time
-        if (timeline) timeline->push_back({a, free_at_[r], free_at_[r]});
-        ++next_[r];
-        continue;
-      }
-      const double inputs = inputs_ready(a);
-      if (inputs == kNotYet) return;
-      const double duration = cost(a);
-      const double start = std::max(inputs, free_at_[r]), end = start + duration;
-      if (timeline) timeline->push_back({a, start, end});
-      free_at_[r] = end;
-      result_.busy_s[r] += duration;
+      if (is_compute(a.kind)) break;
+      if (timeline) timeline->push_back({a, free_at_[r], free_at_[r]});
       ++next_[r];
-      record(a, end, ready);
     }
+    if (next_[r] >= list.size()) return;
+    const Action& a = list[next_[r]];
+    const double inputs = inputs_ready(a);
+    if (inputs == kNotYet) return;
+    const double duration = cost(a);
+    const double start = std::max({inputs, free_at_[r], now_}), end = start + duration;
+    if (timeline) timeline->push_back({a, start, end});
+    free_at_[r] = end;
+    result_.busy_s[r] += duration;
+    busy_[r] = true;
+    computing_.push({end, r});
   }
 
-  // Marks a compute done and wakes the rank of the stage that consumes it.
-  void record(const Action& a, double end, std::vector<int>& ready) {
+  // Rank r's compute has ended: marks it done and sends its output to the
+  // rank of the stage that consumes it.
+  void finish_compute(int r, std::vector<int>& woken) {
+    const Action& a = s_.ranks[r][next_[r]];
+    ++next_[r];
+    busy_[r] = false;
+    woken.push_back(r);
     const size_t self = slot(a);
     int consumer = -1;
     if (a.kind == ActionKind::forward) {
-      forward_end_[self] = end;
+      forward_end_[self] = now_;
       if (!s_.forward_only) {
         const int64_t now = ++in_flight_[a.stage];
         result_.peak_in_flight[a.stage] = std::max(result_.peak_in_flight[a.stage], now);
       }
       if (a.stage + 1 < stages_) consumer = a.stage + 1;
     } else if (a.kind == ActionKind::backward) {
-      backward_end_[self] = end;
+      backward_end_[self] = now_;
       --in_flight_[a.stage];
       if (a.stage > 0) consumer = a.stage - 1;
     }
     if (consumer < 0) return;  // a weight gradient feeds no other action
-    const int rank = rank_of_stage_[consumer];
-    const double arrival = send(rank_of_stage_[a.stage], rank, end);
-    (a.kind == ActionKind::forward ? forward_arrival_ : backward_arrival_)[self] = arrival;
-    if (!queued_[rank]) {
-      queued_[rank] = true;
-      ready.push_back(rank);
+    const int to = rank_of_stage_[consumer];
+    const bool gradient = a.kind == ActionKind::backward;
+    if (to == r || neighbour_transfer_s_ <= 0) {
+      (gradient ? backward_arrival_ : forward_arrival_)[self] = now_;
+      woken.push_back(to);
+      return;
     }
+    links_.start(r, to, Transfer{neighbour_transfer_s_, self, gradient});
   }
-
   // What a blocked compute waits for, in words.
   std::string waits_for(const Action& a) const {
     const size_t self = slot(a);
@@ -194,15 +283,18 @@ class Simulator {
   const int stages_;
   const bool timeline_;
   const double neighbour_transfer_s_;
+  Links links_;
+  double now_ = 0;
   std::vector<int> rank_of_stage_;  // [stage]
   std::vector<double> forward_end_, backward_end_;  // [stage * m + micro]
   // When each output is at the rank of its consumer (the next or previous stage).
   std::vector<double> forward_arrival_, backward_arrival_;  // [stage * m + micro]
-  std::vector<double> link_free_at_;                        // [from rank * p + to rank]
-  std::vector<size_t> next_;                                     // [rank] its next action
-  std::vector<double> free_at_;                                  // [rank] when its last compute ends
-  std::vector<bool> queued_;                                     // [rank] in the ready list
-  std::vector<int64_t> in_flight_;                               // [stage]
+  std::vector<size_t> next_;    // [rank] its next action (while busy_, the compute running)
+  std::vector<double> free_at_;  // [rank] when its last compute ends
+  std::vector<bool> busy_;       // [rank] computing
+  // (end, rank) of the computes running, the earliest on top.
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> computing_;
+  std::vector<int64_t> in_flight_;  // [stage]
   SimulationResult result_;
 };
 

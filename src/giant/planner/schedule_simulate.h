@@ -16,7 +16,7 @@ struct ActionCosts {
   std::vector<double> forward_s;          // [stage]
   std::vector<double> backward_s;         // [stage]
   std::vector<double> weight_gradient_s;  // [stage]; empty: none
-  double transfer_s = 0;                  // one activation or gradient between ranks
+  double transfer_s = 0;                  // one activation or gradient between ranks, alone on the link
   // Equal costs for every stage.
   static ActionCosts uniform(int stages, double forward_s, double backward_s, double transfer_s = 0);
 };
@@ -40,10 +40,13 @@ struct SimulationResult {
 };
 
 // Runs every rank's lowered list: a compute starts when the rank is free and
-// its input has arrived (transfer_s after the producer's compute ended when
-// the producer is on another rank, its end on the same rank; transfers
-// between two ranks queue, one at a time in each direction; a backward
-// also after its own forward, a weight gradient after its backward); sends
+// its input has arrived (its end on the same rank; on another, a transfer
+// of transfer_s at a link's full rate: each rank's link carries what it
+// sends and what it receives at that rate, shared evenly by the transfers
+// on it at once, so a middle stage sending activations on and gradients
+// back gives each half; between two ranks they go one at a time in each
+// direction; a backward also after its own forward, a weight gradient
+// after its backward); sends
 // and receives take no rank time, so the compute lists alone (before
 // lowering) run to the same times. Costs need one entry per stage
 // (weight_gradient_s only when the schedule has weight gradients). When no
