@@ -38,6 +38,9 @@ install(EXPORT GiantTargets NAMESPACE Giant:: DESTINATION ${CMAKE_INSTALL_LIBDIR
 # whose targets the installed ones link (the libraries are static, so their
 # private dependencies too).
 set(GIANT_CONFIG_DEPENDENCIES "find_dependency(Threads)\nfind_dependency(OpenSSL COMPONENTS Crypto)\n")
+if(GIANT_CUDA)  # ccl's NCCL backend links CUDA::cudart
+  string(APPEND GIANT_CONFIG_DEPENDENCIES "find_dependency(CUDAToolkit)\n")
+endif()
 if(TARGET giant_planner OR TARGET giant_train)
   string(APPEND GIANT_CONFIG_DEPENDENCIES "find_dependency(tomlplusplus)\n")
 endif()

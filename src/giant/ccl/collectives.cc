@@ -1,21 +1,14 @@
-// The public collectives: validate the call (errors before any work starts),
-// describe it for cross-rank matching, and queue it on the engine. World
-// size 1 is done right here.
+// The public collectives: check the call (errors before any work starts,
+// the same for every kind of memory), then hand it to the communicator's
+// backend for its memory (backend.h).
 #include "giant/ccl/collectives.h"
 
-#include <cstring>
 #include <numeric>
 
 #include "giant/base/error.h"
-#include "giant/ccl/algorithms.h"
-#include "giant/ccl/cost_model.h"
-#include "giant/ccl/engine.h"
+#include "giant/ccl/backend.h"
 
 namespace giant::ccl {
-
-using detail::OpContext;
-using detail::OpDescriptor;
-using detail::OpKind;
 
 const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
@@ -52,9 +45,18 @@ WireDType parse_wire_dtype(const std::string& name) {
   throw Error("unknown wire dtype '" + name + "' (use none, bf16 or fp16)");
 }
 
+
 namespace {
 
-void check_buffers(const char* what, const void* input, const void* output, size_t count) {
+void check_memory(const char* what, const OpOptions& o) {
+  GIANT_CHECK(o.memory == Memory::host || o.memory == Memory::device, what, ": unknown memory kind ",
+              static_cast<int>(o.memory));
+  GIANT_CHECK(o.memory == Memory::device || o.stream == nullptr, what,
+              ": a stream orders device operations only, but the buffers are in host memory");
+}
+
+void check_buffers(const char* what, const OpOptions& o, const void* input, const void* output, size_t count) {
+  check_memory(what, o);
   GIANT_CHECK(count == 0 || (input != nullptr && output != nullptr), what, ": input and output must not be null (count ",
               count, ")");
 }
@@ -65,459 +67,118 @@ void check_op(const char* what, DType dtype, ReduceOp op) {
               dtype_name(dtype), " (use sum and divide)");
 }
 
-void check_root(const char* what, const Communicator& comm, int root) {
+// A rooted operation: the root is a rank; `root_side` must be non-null on the
+// root, `everyone` on every rank.
+void check_rooted(const char* what, const Communicator& comm, const OpOptions& o, int root, size_t count,
+                  const void* everyone, const char* everyone_name, const void* root_side, const char* root_name) {
+  check_memory(what, o);
   GIANT_CHECK(root >= 0 && root < comm.size(), what, ": root ", root, " is not a rank of a communicator of size ",
               comm.size());
+  GIANT_CHECK(count == 0 || everyone != nullptr, what, ": ", everyone_name, " must not be null");
+  GIANT_CHECK(count == 0 || comm.rank() != root || root_side != nullptr, what, ": the root's ", root_name,
+              " must not be null");
 }
 
-OpDescriptor describe(OpKind kind, DType dtype, uint64_t count, int root = -1, uint8_t op = 0,
-                      uint64_t aux = 0, Algorithm algorithm = Algorithm::automatic) {
-  OpDescriptor d;
-  d.kind = kind;
-  d.dtype = static_cast<uint8_t>(dtype);
-  d.count = count;
-  d.root = root;
-  d.op = op;
-  d.aux = aux;
-  d.algorithm = static_cast<uint8_t>(algorithm);
-  return d;
-}
-
-uint64_t hash_counts(const std::vector<size_t>& counts) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
-  for (size_t c : counts) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (c >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  }
-  return h;
-}
-
-Work submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& options,
-            std::function<void(OpContext&)> body) {
-  auto op = std::make_unique<detail::CollectiveOp>();
-  op->desc = desc;
-  op->timeout = options.timeout;
-  op->priority = options.priority;
-  op->segment_bytes = options.segment_bytes;
-  op->body = std::move(body);
-  return comm.engine().submit(std::move(op));
-}
-
-// A small shared-memory operation runs on this thread when nothing is ahead
-// of it (Engine::try_inline); otherwise it is submitted like any other.
-template <class Body>
-Work run_or_submit(Communicator& comm, const OpDescriptor& desc, const OpOptions& options, bool small, Body body) {
-  if (small) {
-    Work work;
-    if (comm.engine().try_inline(desc, options.timeout, detail::InlineBody(body), &work)) return work;
-  }
-  return submit(comm, desc, options, std::move(body));
-}
-
-// Below this, shared-memory operations run inline on the issuing thread.
-constexpr size_t kInlineMaxBytes = 32 << 10;
-
-// An operation in place on a shared buffer reads the peers' buffers
-// directly. Its descriptor names the buffer and offset (aux), so every rank
-// must do the same.
-struct SharedStretch {
-  std::vector<char*> buffers;  // every local rank's buffer; empty: not on one
-  size_t offset = 0;           // of the stretch, in bytes
-  uint64_t aux = 0;
-};
-SharedStretch find_shared_stretch(Communicator& comm, Algorithm algorithm, bool in_place, const void* data,
-                                  size_t nbytes) {
-  SharedStretch found;
-  detail::BufferRegistry::Entry entry;
-  if (algorithm == Algorithm::shm && in_place && nbytes > kInlineMaxBytes &&
-      comm.engine().shm()->buffers()->find(data, nbytes, comm.rank(), &entry, &found.offset)) {
-    found.buffers = std::move(entry.views);
-    found.aux = (static_cast<uint64_t>(entry.id + 1) << 40) | found.offset;
-  }
-  return found;
-}
-
-// Where this rank's block of a buffer of equal blocks starts: an in-place
-// reduce-scatter's output, an in-place allgather's input.
-const char* rank_block(const void* whole, int rank, size_t block_bytes) {
-  return static_cast<const char*>(whole) + static_cast<size_t>(rank) * block_bytes;
-}
-
-void copy_if_distinct(void* out, const void* in, size_t nbytes) { detail::move_bytes(out, in, nbytes); }
-
-void gather_blocks(OpContext& ctx, Algorithm algorithm, const void* input, void* output,
-                   const detail::BlockLayout& layout, size_t elem) {
-  auto in = static_cast<const char*>(input);
-  auto out = static_cast<char*>(output);
-  if (algorithm == Algorithm::shm) {
-    // allgather_shm takes this rank's block from a buffer of its own.
-    detail::allgather_shm(ctx, in, out, detail::SpanLayout::from(layout), elem);
-  }
-  else detail::allgather_ring(ctx, in, out, layout, elem);
-}
-
-}  // namespace
-
-Algorithm choose_allreduce_algorithm(const Communicator& comm, size_t nbytes) {
-  return choose_allreduce(detail::group_shape(comm), CostModel::from(comm.config()), static_cast<double>(nbytes))
-      .algorithm;
-}
-
-namespace {
-
-// Whether the shm or hierarchical algorithm can run here; the error explains
-// why not. Every rank reaches the same answer.
-void check_algorithm_runs(const char* what, const Communicator& comm, Algorithm algorithm) {
-  if (algorithm == Algorithm::shm) {
-    GIANT_CHECK(comm.shared_memory(), what,
-                ": algorithm shm needs shared memory between the ranks (ccl.transport=auto, and every rank able to "
-                "set it up)");
-    GIANT_CHECK(comm.topology().num_hosts() == 1, what, ": algorithm shm needs every rank on one host, but they are on ",
-                comm.topology().num_hosts());
-  }
-  if (algorithm == Algorithm::hierarchical) {
-    GIANT_CHECK(!detail::cross_host_ring(comm).empty(), what,
-                ": algorithm hierarchical needs the same number of ranks on every host, and shared memory between "
-                "the ranks of a host (ccl.transport=auto)");
-  }
-}
-
-// Reduce-scatter, allgather, broadcast and barrier run in shared memory when
-// every rank is on one host with it, over the tcp ring otherwise.
-bool all_in_shared_memory(const Communicator& comm) {
-  return comm.shared_memory() && comm.topology().num_hosts() == 1;
-}
-
-// Reduce-scatter and allgather: the requested algorithm, or for automatic
-// the one choose_reduce_scatter names (algorithm_choice.h).
-Algorithm resolve_movement(const char* what, const Communicator& comm, Algorithm requested, size_t total_bytes) {
-  GIANT_CHECK(requested != Algorithm::halving_doubling, what, ": algorithm halving_doubling is for allreduce only");
-  check_algorithm_runs(what, comm, requested);
-  if (requested != Algorithm::automatic) return requested;
-  return choose_reduce_scatter(detail::group_shape(comm), CostModel::from(comm.config()),
-                               static_cast<double>(total_bytes))
-      .algorithm;
-}
-
-// What the hierarchical algorithms need, found when the call is issued.
-struct HostLayout {
-  std::vector<std::vector<int>> hosts;  // ranks host by host
-  std::vector<int> ring;                // this rank's cross-host ring
-};
-
-// With one rank per host the hierarchical algorithm is the ring; otherwise
-// fills what it needs. Returns the algorithm that runs.
-Algorithm settle_hierarchical(const Communicator& comm, Algorithm algorithm, HostLayout* layout) {
-  if (algorithm != Algorithm::hierarchical) return algorithm;
-  if (comm.topology().local_size == 1) return Algorithm::ring;
-  layout->hosts = detail::ranks_by_host(comm);
-  layout->ring = detail::cross_host_ring(comm);
-  return algorithm;
+void check_peer(const char* what, const Communicator& comm, const OpOptions& o, int peer, const void* buffer,
+                size_t nbytes) {
+  check_memory(what, o);
+  GIANT_CHECK(peer >= 0 && peer < comm.size(), what, ": peer ", peer, " is not a rank of a communicator of size ",
+              comm.size());
+  GIANT_CHECK(peer != comm.rank(), what, ": rank ", peer, " cannot exchange messages with itself");
+  GIANT_CHECK(nbytes == 0 || buffer != nullptr, what, ": buffer must not be null (", nbytes, " bytes)");
 }
 
 }  // namespace
 
 Work allreduce(Communicator& comm, const AllreduceOptions& o) {
-  check_buffers("allreduce", o.input, o.output, o.count);
+  check_buffers("allreduce", o, o.input, o.output, o.count);
   check_op("allreduce", o.dtype, o.op);
-  if (o.wire != WireDType::none) {
-    GIANT_CHECK(o.wire == WireDType::bf16 || o.wire == WireDType::fp16, "allreduce: unknown wire dtype ",
-                static_cast<int>(o.wire));
-    GIANT_CHECK(o.dtype == DType::f32, "allreduce: wire compression (", wire_dtype_name(o.wire),
-                ") needs f32 data, got ", dtype_name(o.dtype));
-    GIANT_CHECK(o.algorithm == Algorithm::automatic || o.algorithm == Algorithm::ring ||
-                    o.algorithm == Algorithm::hierarchical,
-                "allreduce: wire compression needs ring or hierarchical, got ", algorithm_name(o.algorithm));
-  }
-  size_t nbytes = o.count * dtype_size(o.dtype);
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, nbytes);
-    return Work();
-  }
-  Algorithm algorithm = o.algorithm;
-  check_algorithm_runs("allreduce", comm, algorithm);
-  if (algorithm == Algorithm::automatic && o.wire == WireDType::none) {
-    algorithm = choose_allreduce_algorithm(comm, nbytes);
-  } else if (algorithm == Algorithm::automatic) {
-    // With a wire type, the cheapest of the algorithms that compress.
-    const auto costs = allreduce_costs(detail::group_shape(comm), CostModel::from(comm.config()),
-                                       static_cast<double>(nbytes));
-    for (const auto& cost : costs) {
-      algorithm = cost.algorithm;
-      if (o.wire == WireDType::none || algorithm == Algorithm::ring || algorithm == Algorithm::hierarchical) break;
-    }
-  }
-  HostLayout layout;
-  algorithm = settle_hierarchical(comm, algorithm, &layout);
-  std::vector<int> ring = std::move(layout.ring);
-  const SharedStretch shared = find_shared_stretch(comm, algorithm, o.input == o.output, o.input, nbytes);
-  auto desc = describe(OpKind::allreduce, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), shared.aux, algorithm);
-  desc.algorithm |= static_cast<uint8_t>(static_cast<uint8_t>(o.wire) << detail::kWireShift);  // ranks must agree
-  // Large buffers go in chunks, each a whole allreduce; between them more
-  // urgent work may overtake (OpContext::boundary).
-  const size_t elem = dtype_size(o.dtype);
-  const size_t chunk = std::max<size_t>(1, comm.config().engine_chunk_bytes / elem);
-  const bool small = algorithm == Algorithm::shm && nbytes <= kInlineMaxBytes;
-  return run_or_submit(comm, desc, o, small, [o, algorithm, ring, chunk, elem, shared](OpContext& ctx) {
-    for (size_t first = 0; first < o.count; first += chunk) {
-      if (first > 0) ctx.boundary();
-      auto in = static_cast<const char*>(o.input) + first * elem;
-      auto out = static_cast<char*>(o.output) + first * elem;
-      size_t count = std::min(chunk, o.count - first);
-      if (!shared.buffers.empty()) {
-        detail::allreduce_shared_buffers(ctx, shared.buffers, shared.offset + first * elem, count, o.dtype, o.op);
-        continue;
-      }
-      switch (algorithm) {
-        case Algorithm::ring: detail::allreduce_ring(ctx, in, out, count, o.dtype, o.op, o.wire); break;
-        case Algorithm::shm: detail::allreduce_shm(ctx, in, out, count, o.dtype, o.op); break;
-        case Algorithm::hierarchical:
-          detail::allreduce_hierarchical(ctx, in, out, count, o.dtype, o.op, ring, o.wire);
-          break;
-        default: detail::allreduce_halving_doubling(ctx, in, out, count, o.dtype, o.op); break;
-      }
-    }
-  });
+  return comm.backend(o.memory).allreduce(o);
 }
 
 Work reduce_scatter(Communicator& comm, const ReduceScatterOptions& o) {
-  check_buffers("reduce_scatter", o.input, o.output, o.count);
+  check_buffers("reduce_scatter", o, o.input, o.output, o.count);
   check_op("reduce_scatter", o.dtype, o.op);
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
-    return Work();
-  }
-  const int n = comm.size();
-  HostLayout hl;
-  Algorithm algorithm = settle_hierarchical(
-      comm, resolve_movement("reduce_scatter", comm, o.algorithm, o.count * n * dtype_size(o.dtype)), &hl);
-  // In place (output is this rank's block of input) on a shared buffer:
-  // each rank reduces its block straight from the peers' buffers.
-  const size_t elem = dtype_size(o.dtype);
-  const bool in_place = rank_block(o.input, comm.rank(), o.count * elem) == o.output;
-  const SharedStretch shared = find_shared_stretch(comm, algorithm, in_place, o.input, o.count * n * elem);
-  auto desc =
-      describe(OpKind::reduce_scatter, o.dtype, o.count, -1, static_cast<uint8_t>(o.op), shared.aux, algorithm);
-  return submit(comm, desc, o, [o, algorithm, n, hl, shared](OpContext& ctx) {
-    auto in = static_cast<const char*>(o.input);
-    auto out = static_cast<char*>(o.output);
-    if (!shared.buffers.empty()) {
-      detail::reduce_scatter_shared_buffers(ctx, shared.buffers, shared.offset, o.count, o.dtype, o.op);
-    } else if (algorithm == Algorithm::shm) {
-      auto layout = detail::SpanLayout::from(detail::BlockLayout::balanced(o.count * n, n));
-      detail::reduce_scatter_shm(ctx, in, layout, out, o.dtype, o.op, true);
-    } else if (algorithm == Algorithm::hierarchical) {
-      detail::reduce_scatter_hierarchical(ctx, in, out, o.count, o.dtype, o.op, hl.hosts, hl.ring);
-    } else {
-      detail::reduce_scatter_ring(ctx, in, out, o.count, o.dtype, o.op);
-    }
-  });
+  return comm.backend(o.memory).reduce_scatter(o);
 }
 
 Work allgather(Communicator& comm, const AllgatherOptions& o) {
-  check_buffers("allgather", o.input, o.output, o.count);
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
-    return Work();
-  }
-  HostLayout hl;
-  Algorithm algorithm = settle_hierarchical(
-      comm, resolve_movement("allgather", comm, o.algorithm, o.count * comm.size() * dtype_size(o.dtype)), &hl);
-  // In place (input is this rank's block of output) on a shared buffer: each
-  // rank copies the peers' blocks straight from their buffers.
-  const size_t elem = dtype_size(o.dtype);
-  const bool in_place = rank_block(o.output, comm.rank(), o.count * elem) == o.input;
-  const SharedStretch shared = find_shared_stretch(comm, algorithm, in_place, o.output, o.count * comm.size() * elem);
-  auto desc = describe(OpKind::allgather, o.dtype, o.count, -1, 0, shared.aux, algorithm);
-  std::vector<size_t> counts(comm.size(), o.count);
-  return submit(comm, desc, o, [o, algorithm, counts, hl, shared, elem](OpContext& ctx) {
-    if (!shared.buffers.empty()) {
-      detail::allgather_shared_buffers(ctx, shared.buffers, shared.offset, o.count, elem);
-    } else if (algorithm == Algorithm::hierarchical) {
-      detail::allgather_hierarchical(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), o.count,
-                                     elem, hl.hosts, hl.ring);
-    } else {
-      gather_blocks(ctx, algorithm, o.input, o.output, detail::BlockLayout::from_counts(counts), elem);
-    }
-  });
+  check_buffers("allgather", o, o.input, o.output, o.count);
+  dtype_size(o.dtype);
+  return comm.backend(o.memory).allgather(o);
 }
 
 Work allgatherv(Communicator& comm, const AllgathervOptions& o) {
+  check_memory("allgatherv", o);
   GIANT_CHECK(o.counts.size() == static_cast<size_t>(comm.size()), "allgatherv: counts has ", o.counts.size(),
               " entries, the communicator has ", comm.size(), " ranks");
   size_t total = std::accumulate(o.counts.begin(), o.counts.end(), size_t{0});
   GIANT_CHECK(total == 0 || o.output != nullptr, "allgatherv: output must not be null");
   GIANT_CHECK(o.counts[comm.rank()] == 0 || o.input != nullptr, "allgatherv: input must not be null");
   dtype_size(o.dtype);
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, total * dtype_size(o.dtype));
-    return Work();
-  }
-  Algorithm algorithm = all_in_shared_memory(comm) ? Algorithm::shm : Algorithm::ring;
-  auto desc = describe(OpKind::allgatherv, o.dtype, total, -1, 0, hash_counts(o.counts));
-  return submit(comm, desc, o, [o, algorithm](OpContext& ctx) {
-    gather_blocks(ctx, algorithm, o.input, o.output, detail::BlockLayout::from_counts(o.counts), dtype_size(o.dtype));
-  });
+  return comm.backend(o.memory).allgatherv(o);
 }
 
 Work alltoall(Communicator& comm, const AlltoallOptions& o) {
-  check_buffers("alltoall", o.input, o.output, o.count);
-  size_t block = o.count * dtype_size(o.dtype);
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, block);
-    return Work();
-  }
-  auto desc = describe(OpKind::alltoall, o.dtype, o.count);
-  if (all_in_shared_memory(comm)) {
-    return submit(comm, desc, o, [o, block](OpContext& ctx) {
-      detail::alltoall_shm(ctx, static_cast<const char*>(o.input), static_cast<char*>(o.output), block);
-    });
-  }
-  std::vector<size_t> sizes(comm.size(), block);
-  return submit(comm, desc, o, [o, sizes](OpContext& ctx) {
-    detail::alltoallv_pairwise(ctx, static_cast<const char*>(o.input), sizes, static_cast<char*>(o.output), sizes);
-  });
+  check_buffers("alltoall", o, o.input, o.output, o.count);
+  dtype_size(o.dtype);
+  return comm.backend(o.memory).alltoall(o);
 }
 
 Work alltoallv(Communicator& comm, const AlltoallvOptions& o) {
+  check_memory("alltoallv", o);
   const size_t n = static_cast<size_t>(comm.size());
   GIANT_CHECK(o.send_counts.size() == n && o.recv_counts.size() == n, "alltoallv: send_counts and recv_counts need ",
               n, " entries, got ", o.send_counts.size(), " and ", o.recv_counts.size());
-  size_t elem = dtype_size(o.dtype);
-  std::vector<size_t> send_bytes, recv_bytes;
-  for (size_t i = 0; i < n; ++i) {
-    send_bytes.push_back(o.send_counts[i] * elem);
-    recv_bytes.push_back(o.recv_counts[i] * elem);
-  }
-  size_t in_total = std::accumulate(send_bytes.begin(), send_bytes.end(), size_t{0});
-  size_t out_total = std::accumulate(recv_bytes.begin(), recv_bytes.end(), size_t{0});
+  dtype_size(o.dtype);
+  size_t in_total = std::accumulate(o.send_counts.begin(), o.send_counts.end(), size_t{0});
+  size_t out_total = std::accumulate(o.recv_counts.begin(), o.recv_counts.end(), size_t{0});
   GIANT_CHECK(in_total == 0 || o.input != nullptr, "alltoallv: input must not be null");
   GIANT_CHECK(out_total == 0 || o.output != nullptr, "alltoallv: output must not be null");
-  if (n == 1) {
-    GIANT_CHECK(send_bytes[0] == recv_bytes[0], "alltoallv: a single rank must receive what it sends (",
-                o.send_counts[0], " vs ", o.recv_counts[0], " elements)");
-    copy_if_distinct(o.output, o.input, send_bytes[0]);
-    return Work();
-  }
-  GIANT_CHECK(send_bytes[comm.rank()] == recv_bytes[comm.rank()], "alltoallv: send_counts[", comm.rank(),
+  GIANT_CHECK(n > 1 || o.send_counts[0] == o.recv_counts[0], "alltoallv: a single rank must receive what it sends (",
+              o.send_counts[0], " vs ", o.recv_counts[0], " elements)");
+  GIANT_CHECK(o.send_counts[comm.rank()] == o.recv_counts[comm.rank()], "alltoallv: send_counts[", comm.rank(),
               "] must equal recv_counts[", comm.rank(), "] (the block a rank keeps)");
-  auto desc = describe(OpKind::alltoallv, o.dtype, 0);
-  return submit(comm, desc, o, [o, send_bytes, recv_bytes](OpContext& ctx) {
-    detail::alltoallv_pairwise(ctx, static_cast<const char*>(o.input), send_bytes, static_cast<char*>(o.output),
-                               recv_bytes);
-  });
+  return comm.backend(o.memory).alltoallv(o);
 }
 
 Work broadcast(Communicator& comm, const BroadcastOptions& o) {
-  check_root("broadcast", comm, o.root);
-  size_t nbytes = o.count * dtype_size(o.dtype);
-  GIANT_CHECK(o.count == 0 || o.output != nullptr, "broadcast: output must not be null");
-  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.input != nullptr, "broadcast: the root's input must not be null");
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, nbytes);
-    return Work();
-  }
-  auto desc = describe(OpKind::broadcast, o.dtype, o.count, o.root);
-  const bool shm = all_in_shared_memory(comm);
-  return run_or_submit(comm, desc, o, shm && nbytes <= kInlineMaxBytes, [o, nbytes, shm](OpContext& ctx) {
-    auto in = static_cast<const char*>(o.input);
-    auto out = static_cast<char*>(o.output);
-    // With every rank on one host, local rank and rank coincide.
-    if (shm) detail::broadcast_shm(ctx, in, out, nbytes, o.root);
-    else detail::broadcast_chain(ctx, in, out, nbytes, o.root);
-  });
+  check_rooted("broadcast", comm, o, o.root, o.count, o.output, "output", o.input, "input");
+  dtype_size(o.dtype);
+  return comm.backend(o.memory).broadcast(o);
 }
 
 Work reduce(Communicator& comm, const ReduceOptions& o) {
-  check_root("reduce", comm, o.root);
+  check_rooted("reduce", comm, o, o.root, o.count, o.input, "input", o.output, "output");
   check_op("reduce", o.dtype, o.op);
-  GIANT_CHECK(o.count == 0 || o.input != nullptr, "reduce: input must not be null");
-  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.output != nullptr, "reduce: the root's output must not be null");
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, o.count * dtype_size(o.dtype));
-    return Work();
-  }
-  auto desc = describe(OpKind::reduce, o.dtype, o.count, o.root, static_cast<uint8_t>(o.op));
-  const bool shm = all_in_shared_memory(comm);
-  return submit(comm, desc, o, [o, shm](OpContext& ctx) {
-    auto in = static_cast<const char*>(o.input);
-    if (shm) {
-      // In shared memory an allreduce costs about what a reduction to one
-      // rank would; the others keep their copy in scratch.
-      char* out = ctx.rank() == o.root ? static_cast<char*>(o.output) : ctx.scratch(1, o.count * dtype_size(o.dtype));
-      detail::allreduce_shm(ctx, in, out, o.count, o.dtype, o.op);
-    } else {
-      detail::reduce_chain(ctx, in, static_cast<char*>(o.output), o.count, o.dtype, o.op, o.root);
-    }
-  });
+  return comm.backend(o.memory).reduce(o);
 }
 
 Work gather(Communicator& comm, const GatherOptions& o) {
-  check_root("gather", comm, o.root);
-  size_t nbytes = o.count * dtype_size(o.dtype);
-  GIANT_CHECK(o.count == 0 || o.input != nullptr, "gather: input must not be null");
-  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.output != nullptr, "gather: the root's output must not be null");
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, nbytes);
-    return Work();
-  }
-  auto desc = describe(OpKind::gather, o.dtype, o.count, o.root);
-  const bool shm = all_in_shared_memory(comm);
-  return submit(comm, desc, o, [o, nbytes, shm](OpContext& ctx) {
-    auto in = static_cast<const char*>(o.input);
-    auto out = static_cast<char*>(o.output);
-    if (shm) detail::gather_shm(ctx, in, out, nbytes, o.root);
-    else detail::gather_direct(ctx, in, out, nbytes, o.root);
-  });
+  check_rooted("gather", comm, o, o.root, o.count, o.input, "input", o.output, "output");
+  dtype_size(o.dtype);
+  return comm.backend(o.memory).gather(o);
 }
 
 Work scatter(Communicator& comm, const ScatterOptions& o) {
-  check_root("scatter", comm, o.root);
-  size_t nbytes = o.count * dtype_size(o.dtype);
-  GIANT_CHECK(o.count == 0 || o.output != nullptr, "scatter: output must not be null");
-  GIANT_CHECK(o.count == 0 || comm.rank() != o.root || o.input != nullptr, "scatter: the root's input must not be null");
-  if (comm.size() == 1) {
-    copy_if_distinct(o.output, o.input, nbytes);
-    return Work();
-  }
-  auto desc = describe(OpKind::scatter, o.dtype, o.count, o.root);
-  const bool shm = all_in_shared_memory(comm);
-  return submit(comm, desc, o, [o, nbytes, shm](OpContext& ctx) {
-    auto in = static_cast<const char*>(o.input);
-    auto out = static_cast<char*>(o.output);
-    if (shm) detail::scatter_shm(ctx, in, out, nbytes, o.root);
-    else detail::scatter_direct(ctx, in, out, nbytes, o.root);
-  });
+  check_rooted("scatter", comm, o, o.root, o.count, o.output, "output", o.input, "input");
+  dtype_size(o.dtype);
+  return comm.backend(o.memory).scatter(o);
 }
 
 Work barrier(Communicator& comm, const BarrierOptions& o) {
-  if (comm.size() == 1) return Work();
-  const bool shm = all_in_shared_memory(comm);
-  return run_or_submit(comm, describe(OpKind::barrier, DType::u8, 0), o, shm, [shm](OpContext& ctx) {
-    if (shm) detail::barrier_shm(ctx);
-    else detail::barrier_dissemination(ctx);
-  });
+  check_memory("barrier", o);
+  return comm.backend(o.memory).barrier(o);
 }
-
-namespace {
-void check_peer(const char* what, const Communicator& comm, int peer, const void* buffer, size_t nbytes) {
-  GIANT_CHECK(peer >= 0 && peer < comm.size(), what, ": peer ", peer, " is not a rank of a communicator of size ",
-              comm.size());
-  GIANT_CHECK(peer != comm.rank(), what, ": rank ", peer, " cannot exchange messages with itself");
-  GIANT_CHECK(nbytes == 0 || buffer != nullptr, what, ": buffer must not be null (", nbytes, " bytes)");
-}
-}  // namespace
 
 Work send(Communicator& comm, const SendOptions& o) {
-  check_peer("send", comm, o.peer, o.buffer, o.nbytes);
-  return comm.engine().submit_p2p(true, o.peer, o.tag, const_cast<void*>(o.buffer), o.nbytes, o.timeout);
+  check_peer("send", comm, o, o.peer, o.buffer, o.nbytes);
+  return comm.backend(o.memory).send(o);
 }
 
 Work recv(Communicator& comm, const RecvOptions& o) {
-  check_peer("recv", comm, o.peer, o.buffer, o.nbytes);
-  return comm.engine().submit_p2p(false, o.peer, o.tag, o.buffer, o.nbytes, o.timeout);
+  check_peer("recv", comm, o, o.peer, o.buffer, o.nbytes);
+  return comm.backend(o.memory).recv(o);
 }
 
 }  // namespace giant::ccl

@@ -37,6 +37,12 @@ const char* wire_dtype_name(WireDType wire);
 WireDType parse_wire_dtype(const std::string& name);  // throws giant::Error
 
 struct OpOptions {
+  // The buffers' memory: host, or device (the communicator's device backend,
+  // made on the first device operation: see backend.h).
+  Memory memory = Memory::host;
+  // Device memory only: the stream (a cudaStream_t) the operation is ordered
+  // on, as libtorch's current stream; null: the default stream.
+  void* stream = nullptr;
   int priority = 0;  // larger is more urgent
   std::chrono::milliseconds timeout{0};  // 0: the communicator's timeout
   // Pipeline segment of ring and chain algorithms; 0: ccl.segment_bytes, or

@@ -9,9 +9,11 @@
 
 #include "giant/base/error.h"
 #include "giant/base/logging.h"
+#include "giant/ccl/backend.h"
 #include "giant/ccl/collectives.h"
 #include "giant/ccl/cost_model.h"
 #include "giant/ccl/engine.h"
+#include "giant/ccl/host_backend.h"
 #include "giant/ccl/socket.h"
 
 namespace giant::ccl {
@@ -126,25 +128,35 @@ std::vector<detail::PeerLinks> connect_mesh(int rank, int size, int sockets, con
 }  // namespace
 
 std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store, int rank, int size, CommConfig config,
-                                                   std::string name) {
+                                                   std::string name, DeviceBackendFactory device_backend) {
   GIANT_CHECK(size >= 1, "communicator size must be at least 1, got ", size);
   GIANT_CHECK(rank >= 0 && rank < size, "rank ", rank, " is out of range for a communicator of size ", size);
   GIANT_CHECK(store != nullptr || size == 1, "a communicator of ", size, " ranks needs a store");
-  return std::shared_ptr<Communicator>(new Communicator(std::move(store), rank, size, std::move(config), std::move(name)));
+  if (!device_backend) device_backend = default_device_backend;
+  return std::shared_ptr<Communicator>(
+      new Communicator(std::move(store), rank, size, std::move(config), std::move(name), std::move(device_backend)));
 }
 
-Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, CommConfig config, std::string name)
-    : store_(std::move(store)), rank_(rank), size_(size), config_(std::move(config)), name_(std::move(name)) {
+Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, CommConfig config, std::string name,
+                           DeviceBackendFactory device_backend)
+    : store_(std::move(store)),
+      rank_(rank),
+      size_(size),
+      config_(std::move(config)),
+      name_(std::move(name)),
+      device_factory_(std::move(device_backend)) {
   if (config_.host_id.empty()) config_.host_id = default_host_id();
   if (size_ == 1) {
     topology_ = build_topology({PeerAddress{"", 0, 1, config_.host_id}}, 0);
     engine_ = std::make_unique<detail::Engine>(0, 1, config_, std::vector<detail::PeerLinks>{}, nullptr);
+    host_backend_ = std::make_unique<HostBackend>(*this);
     return;
   }
   Deadline deadline = Deadline::after(config_.connect_timeout);
   // A name may be used again on the same store: each use is a generation.
   int64_t generation = store_->add("ccl/" + name_ + "/joined/" + std::to_string(rank_), 1);
-  PrefixStore scoped(store_, "ccl/" + name_ + "/" + std::to_string(generation));
+  store_prefix_ = "ccl/" + name_ + "/" + std::to_string(generation);
+  PrefixStore scoped(store_, store_prefix_);
 
   std::string ip = config_.listen_address;
   if (ip.empty()) ip = store_->local_address();
@@ -187,9 +199,31 @@ Communicator::Communicator(std::shared_ptr<Store> store, int rank, int size, Com
   topology_ = build_topology(peers, rank_);
   auto shm = detail::ShmGroup::create(scoped, topology_, rank_, config_, deadline);
   engine_ = std::make_unique<detail::Engine>(rank_, size_, config_, std::move(links), std::move(shm));
+  host_backend_ = std::make_unique<HostBackend>(*this);
 }
 
-Communicator::~Communicator() = default;
+// The device backend goes first: it may still use the engine's peers.
+Communicator::~Communicator() {
+  device_backend_.reset();
+  host_backend_.reset();
+}
+
+Backend& Communicator::backend(Memory memory) {
+  if (memory == Memory::host) return *host_backend_;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (!device_backend_) {
+    if (!abort_reason_.empty()) {
+      throw CommError(rank_, "communicator '" + name_ + "' was aborted (" + abort_reason_ +
+                                 ") before its first device operation");
+    }
+    Backend* host = host_backend_.get();
+    DeviceBackendContext context{store_, store_prefix_ + "/device", rank_, size_, name_, config_,
+                                 [host] { return host->failed(); }};
+    device_backend_ = device_factory_(context);
+    GIANT_CHECK(device_backend_ != nullptr, "communicator '", name_, "': the device backend factory made nothing");
+  }
+  return *device_backend_;
+}
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) { return split(color, key, config_); }
 
@@ -213,7 +247,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, const Comm
     if (members[i].second == rank_) new_rank = static_cast<int>(i);
   }
   return create(store_, new_rank, static_cast<int>(members.size()), config,
-                name_ + "/split" + std::to_string(index) + "/color" + std::to_string(color));
+                name_ + "/split" + std::to_string(index) + "/color" + std::to_string(color), device_factory_);
 }
 
 std::string Communicator::transport_to(int peer) const {
@@ -224,8 +258,19 @@ std::string Communicator::transport_to(int peer) const {
 
 bool Communicator::shared_memory() const { return engine_->shm() != nullptr; }
 
-void Communicator::abort(const std::string& reason) { engine_->abort(reason); }
+void Communicator::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(device_mutex_);
+    if (device_backend_) device_backend_->abort(reason);
+    else if (abort_reason_.empty()) abort_reason_ = reason;
+  }
+  host_backend_->abort(reason);
+}
 
-bool Communicator::failed() const { return engine_->failed(); }
+bool Communicator::failed() const {
+  if (host_backend_->failed()) return true;
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  return device_backend_ && device_backend_->failed();
+}
 
 }  // namespace giant::ccl

@@ -7,18 +7,43 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "giant/ccl/config.h"
 #include "giant/ccl/store.h"
+#include "giant/ccl/types.h"
 
 namespace giant::ccl {
 
 namespace detail {
 class Engine;
 }
+class Backend;
+
+// What a device backend is made from: the communicator's ranks, its config,
+// and a store prefix of its own for the backend's rendezvous (null store for
+// a communicator of one rank).
+struct DeviceBackendContext {
+  std::shared_ptr<Store> store;
+  std::string store_prefix;
+  int rank = 0;
+  int size = 1;
+  std::string name;  // the communicator's, for messages
+  CommConfig config;
+  // True once the communicator's host side has learned of a fault (a peer
+  // aborted, died or timed out): the device backend's watchdog then fails
+  // its pending operations instead of waiting for their timeout.
+  std::function<bool()> host_failed;
+};
+
+// Makes a communicator's device backend. Collective: every rank of the
+// communicator calls it at the same operation. Empty: the backend ccl was
+// built with (see default_device_backend).
+using DeviceBackendFactory = std::function<std::unique_ptr<Backend>(const DeviceBackendContext&)>;
 
 // Which ranks share a host, by host id (ccl.host_id, GIANT_HOST_ID; default_host_id()).
 struct HostTopology {
@@ -37,9 +62,13 @@ class Communicator {
  public:
   // Collective over `size` ranks: rendezvous through the store (keys under
   // "ccl/<name>/"), then connect to every peer. Throws TimeoutError if the
-  // others do not arrive within config.connect_timeout.
+  // others do not arrive within config.connect_timeout. device_backend makes
+  // the device backend on the first device operation (empty: this build's,
+  // default_device_backend in backend.h); communicators split from this one
+  // use it too.
   static std::shared_ptr<Communicator> create(std::shared_ptr<Store> store, int rank, int size,
-                                              CommConfig config = {}, std::string name = "world");
+                                              CommConfig config = {}, std::string name = "world",
+                                              DeviceBackendFactory device_backend = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -67,17 +96,22 @@ class Communicator {
   std::shared_ptr<Communicator> split(int color, int key, const CommConfig& config);
 
   // Fails every pending and future operation with a CommError naming this
-  // rank, and tells the peers, whose operations fail the same way. Callable
-  // from any thread; idempotent.
+  // rank, and tells the peers, whose operations fail the same way (on every
+  // backend made so far). Callable from any thread; idempotent.
   void abort(const std::string& reason);
-  // True once an error has broken the communicator.
+  // True once an error has broken the communicator (any of its backends).
   bool failed() const;
 
-  // For ccl's own collectives.
+  // The backend that runs operations on `memory` (backend.h). The device
+  // backend is made on first use, which is collective: every rank asks for
+  // it at the same operation, as every rank issues operations in one order.
+  Backend& backend(Memory memory);
+  // For ccl's own host algorithms.
   detail::Engine& engine() { return *engine_; }
 
  private:
-  Communicator(std::shared_ptr<Store> store, int rank, int size, CommConfig config, std::string name);
+  Communicator(std::shared_ptr<Store> store, int rank, int size, CommConfig config, std::string name,
+               DeviceBackendFactory device_backend);
 
   std::shared_ptr<Store> store_;
   int rank_;
@@ -86,7 +120,13 @@ class Communicator {
   std::string name_;
   HostTopology topology_;
   std::atomic<int> splits_{0};
+  std::string store_prefix_;  // this communicator's keys in the store
   std::unique_ptr<detail::Engine> engine_;
+  std::unique_ptr<Backend> host_backend_;
+  DeviceBackendFactory device_factory_;
+  mutable std::mutex device_mutex_;
+  std::unique_ptr<Backend> device_backend_;  // under device_mutex_
+  std::string abort_reason_;                 // under device_mutex_: an abort before the device backend was made
 };
 
 }  // namespace giant::ccl

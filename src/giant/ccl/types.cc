@@ -41,6 +41,14 @@ const char* reduce_op_name(ReduceOp op) {
   return "unknown";
 }
 
+const char* memory_name(Memory memory) {
+  switch (memory) {
+    case Memory::host: return "host";
+    case Memory::device: return "device";
+  }
+  return "unknown";
+}
+
 bool is_floating(DType dtype) {
   return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 || dtype == DType::bf16;
 }
