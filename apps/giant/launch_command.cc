@@ -22,14 +22,16 @@ namespace {
 
 constexpr const char* kUsageLine =
     "usage: giant launch --nproc N [--hosts SPEC] [--emulate HxR [--link-rate RATE]] [--store-addr HOST[:PORT]] "
-    "[--timeout-grace SECONDS] [--] COMMAND [ARGS...]\n";
+    "[--timeout-grace SECONDS] [--max-restarts N [--restart-backoff SECONDS]] [--] COMMAND [ARGS...]\n";
 
 constexpr const char* kDescription =
     "Runs N ranks of COMMAND on this machine, serves the store they meet at, and\n"
     "supervises them: each line they print is prefixed with \"[rank R] \"; SIGINT,\n"
     "SIGTERM and SIGHUP are passed on to every rank and the launcher waits for them\n"
     "(a second signal kills them); when a rank fails the others are stopped. If the\n"
-    "launcher itself is killed, its ranks are killed too.\n"
+    "launcher itself is killed, its ranks are killed too. --max-restarts N starts\n"
+    "every rank again after a failure, up to N times, resuming from the latest\n"
+    "checkpoint (GIANT_TRAIN_RESUME=auto).\n"
     "--emulate HxR (root) runs the ranks on H emulated hosts of R ranks each:\n"
     "network namespaces joined by a bridge, each host's link capped at --link-rate\n"
     "in both directions (tc tbf), all removed when the launch ends.\n"
@@ -39,9 +41,9 @@ constexpr const char* kFooter =
     "Ranks are numbered host by host; each host of --hosts gets its own GIANT_HOST_ID.\n"
     "Ranks get GIANT_RANK, GIANT_WORLD_SIZE, GIANT_LOCAL_RANK, GIANT_LOCAL_WORLD_SIZE,\n"
     "GIANT_STORE_ADDR and GIANT_SECRET_FILE (see docs/ccl.md, Bootstrap).\n"
-    "Exit status: 0 when every rank exits 0; else the first failed rank's (128 + signal\n"
-    "if it was killed); 128 + signal when the launch was stopped by a signal; 1 when\n"
-    "the launcher itself fails; 2 for bad usage.";
+    "Exit status (of the last attempt, with --max-restarts): 0 when every rank exits 0;\n"
+    "else the first failed rank's (128 + signal if it was killed); 128 + signal when\n"
+    "the launch was stopped by a signal; 1 when the launcher itself fails; 2 for bad usage.";
 
 // CLI11 cannot know that the arguments it leaves over are the command.
 class LaunchHelp : public CLI::Formatter {
@@ -71,6 +73,16 @@ std::string check_count(const std::string& text) {
   auto [parsed_to, err] = std::from_chars(text.data(), end, value);
   if (text.empty() || err != std::errc() || parsed_to != end) return "expects an integer, got '" + text + "'";
   if (value < 1) return "must be at least 1, got " + text;
+  return "";
+}
+
+// "" when text is a whole number of at least 0, else why not.
+std::string check_non_negative(const std::string& text) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  auto [parsed_to, err] = std::from_chars(text.data(), end, value);
+  if (text.empty() || err != std::errc() || parsed_to != end) return "expects an integer, got '" + text + "'";
+  if (value < 0) return "must be 0 or more, got " + text;
   return "";
 }
 
@@ -115,6 +127,19 @@ void add_flags(CLI::App& cli, launch::LaunchOptions& options, EmulateFlags& emul
   cli.add_option_function<std::string>(
          "--timeout-grace", [&options](const std::string& text) { options.grace_seconds = parse_seconds(text); },
          "time between SIGTERM and SIGKILL when stopping the ranks after one failed (default 5s)")
+      ->type_name("SECONDS")
+      ->check(CLI::Validator(check_duration, ""))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.add_option("--max-restarts", options.max_restarts,
+                 "when a rank fails, stop every rank and start them all again, up to N times, with "
+                 "train.resume=auto (default 0)")
+      ->type_name("N")
+      ->check(CLI::Validator(check_non_negative, ""))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.add_option_function<std::string>(
+         "--restart-backoff",
+         [&options](const std::string& text) { options.restart_backoff_seconds = parse_seconds(text); },
+         "with --max-restarts: time to wait before each restart (default 1s)")
       ->type_name("SECONDS")
       ->check(CLI::Validator(check_duration, ""))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);

@@ -3,7 +3,10 @@
 // losses and ends with the same parameters and optimizer state, bitwise,
 // as a run never interrupted: one process, dp=2 with ZeRO 0 and 1, tp=2,
 // pp=2 (1F1B), bf16 (dp=2, ZeRO 1), bf16 with dynamic loss scaling, and
-// dp=4 over two hosts with int8 gradient compression (ZeRO 2).
+// dp=4 over two hosts with int8 gradient compression (ZeRO 2). And a rank
+// failed on purpose (train.fault: killed in backward, killed while writing
+// a checkpoint, stopped in the optimizer step) under `giant launch
+// --max-restarts 1` ends the same way with no one resuming it by hand.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <torch/torch.h>
 
 #include "giant/checkpoint/loader.h"
+#include "train/support/checkpoint_compare.h"
 #include "train/support/launch_support.h"
 
 namespace {
@@ -29,6 +33,7 @@ using giant::train::test::read_file;
 using giant::train::test::run_launch;
 using giant::train::test::start_launch;
 using giant::train::test::TempDir;
+using giant::train::test::expect_same_state;
 
 const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
 
@@ -40,19 +45,6 @@ std::string run_args(const std::string& out, const std::string& layout) {
          "--set train.eval_batches=1 --set train.sample_tokens=0 --set train.precision=fp32 --set ccl.timeout=20s "
          "--set checkpoint.every=4 --set data.val_fraction=0.2 --set data.path=\\\"" + kData +
          "\\\" --set train.out_dir=\\\"" + out + "\\\" " + layout;
-}
-
-// Every tensor of two checkpoints is bitwise the same.
-void expect_same_state(const fs::path& a, const fs::path& b) {
-  const CheckpointLoader left(a), right(b);
-  ASSERT_EQ(left.manifest().tensors.size(), right.manifest().tensors.size());
-  for (const auto& tensor : left.manifest().tensors) {  // generator states too
-    ASSERT_TRUE(right.has(tensor.name)) << tensor.name;
-    EXPECT_TRUE(torch::equal(left.read(tensor.name), right.read(tensor.name))) << tensor.name;
-  }
-  EXPECT_EQ(left.manifest().train.optimizer_steps, right.manifest().train.optimizer_steps);
-  EXPECT_EQ(left.manifest().train.loss_scale, right.manifest().train.loss_scale);
-  EXPECT_EQ(left.manifest().consumed_samples, right.manifest().consumed_samples);
 }
 
 // Starts the run, SIGKILLs its last rank once the step-4 checkpoint is
@@ -139,5 +131,52 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"bf16_loss_scaling", 1,
                            "--set train.precision=bf16 --set train.loss_scaling=dynamic --set train.loss_scale_window=3"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// A fault injected on purpose (train.fault) under `giant launch
+// --max-restarts 1`: the launcher stops every rank, starts them again with
+// train.resume=auto, and the run ends as one never interrupted, bitwise.
+struct FaultCase {
+  const char* name;
+  const char* layout;
+  const char* fault;
+  const char* cause;      // how the launcher names the failure
+  int resumed_from;       // the step of the checkpoint the restart resumes from
+};
+
+class RestartAfterFault : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(RestartAfterFault, EndsBitIdenticalToARunNeverInterrupted) {
+  const FaultCase& c = GetParam();
+  TempDir reference_dir("giant-fault-ref"), dir("giant-fault");
+  const std::string reference_out = reference_dir.path() + "/out", out = dir.path() + "/out";
+  ASSERT_EQ(run_launch(reference_dir.path(), run_args(reference_out, c.layout), 2), 0)
+      << read_file(reference_dir.path() + "/launch.log");
+  const std::string faulty = run_args(out, c.layout) + " --set ccl.timeout=5s --set train.fault=\\\"" + c.fault +
+                             "\\\"";
+  ASSERT_EQ(run_launch(dir.path(), faulty, 2, "launch.log", "--max-restarts 1 --restart-backoff 0"), 0)
+      << read_file(dir.path() + "/launch.log");
+  const std::string log = read_file(dir.path() + "/launch.log");
+  EXPECT_NE(log.find("giant train: train.fault: "), std::string::npos) << log;
+  EXPECT_NE(log.find(std::string("giant launch: restart 1 of 1 after ") + c.cause), std::string::npos) << log;
+  const std::string resumed = std::to_string(c.resumed_from);
+  EXPECT_NE(log.find("resuming from " + out + "/checkpoints/step_0000000" + resumed + " at step " + resumed),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(losses_of(out + "/metrics.jsonl"), losses_of(reference_out + "/metrics.jsonl"));
+  expect_same_state(reference_out + "/checkpoints/step_00000008", out + "/checkpoints/step_00000008");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, RestartAfterFault,
+    ::testing::Values(
+        FaultCase{"dp2_killed_in_backward", "--set parallel.dp=2", "backward@6,rank=1",
+                  "rank 1 was killed by signal 9", 4},
+        // Killed while writing the step-8 checkpoint: the run goes on from step 4's.
+        FaultCase{"dp2_killed_writing_a_checkpoint", "--set parallel.dp=2", "checkpoint@8,rank=1",
+                  "rank 1 was killed by signal 9", 4},
+        // A stage stopped in its optimizer step: the other times out naming it.
+        FaultCase{"pp2_stopped_in_the_optimizer", "--set parallel.pp=2 --set parallel.schedule=1f1b",
+                  "optimizer@7,rank=1,action=stop", "rank 0 exited with code", 4}),
+    [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

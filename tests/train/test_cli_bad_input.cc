@@ -93,6 +93,20 @@ TEST(CliBadInput, ResumeFromWhatIsNoCheckpointIsBadInput) {
       << r.err;
 }
 
+// The fault tests' hook (train.fault, from the environment as the tests
+// arm it) and the launcher's restart count refuse what they cannot use,
+// before any work.
+TEST(CliBadInput, AFaultToInjectOrARestartCountThatCannotBeUsedNamesTheKey) {
+  TempDir dir;
+  const std::string run = "train" + kTinyRun + " --set train.out_dir=" + dir.path() + "/out";
+  expect_bad_input(run, "'train.fault': unknown phase 'backwards'", "GIANT_TRAIN_FAULT=backwards@3");
+  expect_bad_input(run, "'train.fault': unknown action 'explode'", "GIANT_TRAIN_FAULT=optimizer@2,action=explode");
+  expect_bad_input(run, "'train.fault': STEP must be a whole number of at least 1", "GIANT_TRAIN_FAULT=forward@0");
+  expect_bad_input(run, "'train.fault': no '@STEP' after the phase", "GIANT_TRAIN_FAULT=forward");
+  expect_bad_input(run, "'train.restart': must not be negative", "GIANT_TRAIN_RESTART=-1");
+  EXPECT_FALSE(fs::exists(dir.path() + "/out"));
+}
+
 // Every command's help states its exit statuses, and input it cannot use
 // (not only a mistyped flag) gets the status the help gives for bad input.
 TEST(CliBadInput, EveryCommandExitsAsItsHelpSays) {

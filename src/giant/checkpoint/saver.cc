@@ -143,6 +143,7 @@ void CheckpointSaver::State::begin(const Manifest& m, Part part) {
     try {
       const std::vector<CarriedFile> none;
       write_part(folder, rank, p, leader() ? options.tokenizer_files : none);
+      if (options.after_write) options.after_write(meta.step);
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,10 @@ struct SaverOptions {
   // Written into each checkpoint and named in its manifest's
   // tokenizer_files (and files, with their checksums).
   std::vector<CarriedFile> tokenizer_files;
+  // Called on each rank with the checkpoint's step once its part is written,
+  // before the commit (the write thread's, with background): where the fault
+  // tests fail a rank in the middle of a save.
+  std::function<void(int64_t step)> after_write;
 };
 
 class CheckpointSaver {

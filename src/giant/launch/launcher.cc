@@ -1,5 +1,7 @@
 #include "giant/launch/launcher.h"
 
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -8,6 +10,8 @@
 #include <ostream>
 
 #include "giant/base/error.h"
+#include "giant/base/timer.h"
+#include "giant/base/units.h"
 #include "giant/ccl/store.h"
 #include "giant/launch/lifeline.h"
 #include "giant/launch/rank_process.h"
@@ -156,6 +160,13 @@ void check_options(const LaunchOptions& options) {
   if (!(options.grace_seconds >= 0)) {
     throw ConfigError("--timeout-grace", "must be at least 0 seconds, got " + std::to_string(options.grace_seconds));
   }
+  if (options.max_restarts < 0) {
+    throw ConfigError("--max-restarts", "must be 0 or more, got " + std::to_string(options.max_restarts));
+  }
+  if (!(options.restart_backoff_seconds >= 0)) {
+    throw ConfigError("--restart-backoff",
+                      "must be at least 0 seconds, got " + std::to_string(options.restart_backoff_seconds));
+  }
   if (!options.emulate) return;
   const EmulatedClusterSpec& spec = *options.emulate;
   if (!options.hosts.empty()) throw ConfigError("--emulate", "give --emulate or --hosts, not both");
@@ -172,8 +183,16 @@ void check_options(const LaunchOptions& options) {
   if (!why.empty()) throw ConfigError("--emulate", why);
 }
 
+// How one attempt ended.
+struct AttemptResult {
+  int status = 0;
+  std::string failure;  // how the first rank to fail ended; empty if none
+  int stop_signal = 0;  // the signal that stopped the launch; 0 if none
+};
+
 // Starts a rank of `plan` per placement and supervises them to the end.
-int run_ranks(const LaunchOptions& options, const LaunchPlan& plan, SignalPipe& signals, std::ostream& log) {
+AttemptResult run_ranks(const LaunchOptions& options, const LaunchPlan& plan, SignalPipe& signals,
+                        std::ostream& log) {
   const std::vector<HostSlots>& hosts = plan.hosts;
   const std::vector<RankPlacement> placements = place_ranks(hosts);
   const int world_size = static_cast<int>(placements.size());
@@ -223,7 +242,56 @@ int run_ranks(const LaunchOptions& options, const LaunchPlan& plan, SignalPipe& 
     }
     if (!supervisor.start(host.label, request)) break;
   }
-  return supervisor.run(signals);
+  AttemptResult result;
+  result.status = supervisor.run(signals);
+  result.failure = supervisor.failure();
+  result.stop_signal = supervisor.stop_signal();
+  return result;
+}
+
+// Waits out a restart's backoff; returns a stopping signal that came meanwhile (0: none).
+int wait_backoff(double seconds, SignalPipe& signals) {
+  const Deadline until = seconds > 0 ? Deadline::after_seconds(seconds) : Deadline::passed();
+  do {
+    pollfd watched{signals.read_fd(), POLLIN, 0};
+    ::poll(&watched, 1, until.remaining_ms(1000));
+    for (int signo : signals.take()) {
+      if (signo != SIGCHLD) return signo;
+    }
+  } while (!until.expired());
+  return 0;
+}
+
+// Runs the ranks, and again after each failure up to options.max_restarts
+// times, resuming from the latest checkpoint.
+int run_attempts(const LaunchOptions& options, const LaunchPlan& plan, SignalPipe& signals, std::ostream& log) {
+  LaunchOptions attempt = options;
+  for (int restart = 1;; ++restart) {
+    const Stopwatch attempt_time;
+    const AttemptResult result = run_ranks(attempt, plan, signals, log);
+    if (result.status == 0 || result.stop_signal != 0 || result.failure.empty()) return result.status;
+    if (restart > options.max_restarts) {
+      if (options.max_restarts > 0) {
+        log << "giant launch: giving up after " << options.max_restarts << " restart"
+            << (options.max_restarts == 1 ? "" : "s") << "; the last failure: " << result.failure << "\n"
+            << std::flush;
+      }
+      return result.status;
+    }
+    log << "giant launch: restart " << restart << " of " << options.max_restarts << " after " << result.failure
+        << " (the attempt ran " << format_seconds(attempt_time.seconds()) << "); starting every rank again "
+        << (options.restart_backoff_seconds > 0 ? "in " + format_seconds(options.restart_backoff_seconds) : "at once")
+        << " with train.resume=auto\n"
+        << std::flush;
+    if (const int signo = wait_backoff(options.restart_backoff_seconds, signals)) {
+      log << "giant launch: got " << signal_name(signo) << " before the restart; not restarting\n" << std::flush;
+      return 128 + signo;
+    }
+    std::map<std::string, std::string> vars = options.environment.vars();
+    vars["GIANT_TRAIN_RESUME"] = "auto";
+    vars["GIANT_TRAIN_RESTART"] = std::to_string(restart);
+    attempt.environment = ccl::Environment(std::move(vars));
+  }
 }
 
 }  // namespace
@@ -233,7 +301,7 @@ int run_launch(const LaunchOptions& options, std::ostream& log) {
   if (!options.emulate) {
     const LaunchPlan plan = plan_launch(options);
     SignalPipe signals;  // before any rank starts, so no signal is missed
-    return run_ranks(options, plan, signals, log);
+    return run_attempts(options, plan, signals, log);
   }
   LaunchOptions on_cluster = options;
   on_cluster.emulate.reset();
@@ -245,7 +313,7 @@ int run_launch(const LaunchOptions& options, std::ostream& log) {
   const EmulatedCluster cluster(*options.emulate, var_or(options.environment, "PATH", kDefaultPath), log);
   on_cluster.hosts = cluster.hosts();
   on_cluster.store_address = cluster.store_host();
-  return run_ranks(on_cluster, plan_launch(on_cluster), signals, log);
+  return run_attempts(on_cluster, plan_launch(on_cluster), signals, log);
 }
 
 }  // namespace giant::launch

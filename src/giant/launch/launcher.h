@@ -31,6 +31,13 @@ struct LaunchOptions {
   // this machine's loopback.
   std::string store_address;
   double grace_seconds = 5.0;  // between SIGTERM and SIGKILL when stopping ranks
+  // When a rank fails (not when the launcher is signalled), stop every rank
+  // and start them all again, up to this many times, after
+  // restart_backoff_seconds, with GIANT_TRAIN_RESUME=auto, so that `giant
+  // train` goes on from the latest good checkpoint in its checkpoint.dir, and
+  // GIANT_TRAIN_RESTART=K for the K-th restart.
+  int max_restarts = 0;
+  double restart_backoff_seconds = 1.0;
   // Passed on to every rank, with the launch variables above replaced and
   // GIANT_SECRET removed (the ranks must use the launcher's secret). Also
   // gives PATH (to find the command) and TMPDIR (for the secret file).
@@ -41,9 +48,10 @@ struct LaunchOptions {
 
 // Bad options (no command, nproc < 1, slots that do not sum to nproc, a
 // missing namespace, a command not found, --emulate without root or with
-// --hosts) throw giant::ConfigError before anything starts. Afterwards returns the exit status (see
-// Supervisor::run): 0 only when every rank exited 0. The launcher's own
-// lines ("giant launch: ...") go to log.
+// --hosts, a negative --max-restarts) throw giant::ConfigError before anything starts. Afterwards
+// returns the exit status of the last attempt (see Supervisor::run): 0 only
+// when every rank of it exited 0. The launcher's own lines ("giant launch:
+// ...", each restart with its cause) go to log.
 int run_launch(const LaunchOptions& options, std::ostream& log);
 
 }  // namespace giant::launch

@@ -266,6 +266,11 @@ int Supervisor::run(SignalPipe& signals) {
   return finish();
 }
 
+std::string Supervisor::failure() const {
+  if (first_failed_ < 0) return "";
+  return "rank " + std::to_string(first_failed_) + " " + ranks_[first_failed_]->how_it_ended();
+}
+
 int Supervisor::finish() {
   int status = 0;
   if (first_failed_ >= 0) {

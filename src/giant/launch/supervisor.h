@@ -48,6 +48,12 @@ class Supervisor {
   // The pid of each started rank, in rank order.
   std::vector<pid_t> pids() const;
 
+  // After run(): how the first rank to fail ended ("rank 1 exited with code
+  // 3"), empty when none failed; and the signal that stopped the launch (0:
+  // none), after which nothing should start again.
+  std::string failure() const;
+  int stop_signal() const { return received_signal_; }
+
  private:
   struct Rank;
 

@@ -76,6 +76,10 @@ struct TrainSettings {
   LossScaling loss_scaling = LossScaling::automatic;
   double loss_scale_initial = 65536;
   int64_t loss_scale_window = 1000, loss_scale_hysteresis = 2;
+  // train.fault: a fault to inject (fault_injection.h); empty: none.
+  // train.restart: which restart of a `giant launch --max-restarts` run this is.
+  std::string fault;
+  int64_t restart = 0;
 
   // Whether the run scales its loss dynamically (after `auto` is resolved).
   bool dynamic_loss_scaling() const {

@@ -8,6 +8,7 @@
 
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
+#include "giant/train/fault_injection.h"
 
 namespace giant::train {
 namespace {
@@ -51,6 +52,21 @@ RunKey compute_precision(const std::string& help) {
     const auto precision = parse_precision(word);
     if (!precision) throw ConfigError(name, "must be fp32, bf16 or fp16 (or auto), got '" + word + "'");
     c.train.precision = *precision;
+  };
+  return key;
+}
+
+// train.fault: a fault the tests inject, checked when read.
+RunKey fault_key() {
+  const std::string name = "train.fault";
+  const std::string help = std::string("a fault to inject, for tests: ") + fault_syntax() +
+                           " (PHASE: forward, backward, optimizer, checkpoint or evaluation; defaults rank=0, "
+                           "action=kill, restart=0); \"\" (the default): none";
+  RunKey key = described<RunConfig>(name, TunableKind::string, fault_syntax(), help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_string(name, d.train.fault, help); };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    c.train.fault = k.get_string(name);
+    parse_fault(c.train.fault);  // a ConfigError naming the key
   };
   return key;
 }
@@ -326,6 +342,9 @@ void add_data_and_checkpoint_keys(std::vector<RunKey>& keys) {
   keys.push_back(text("train.resume", in_checkpoint(&C::resume), Empty::allowed,
                       "auto (the latest good checkpoint in checkpoint.dir, if any), \"\" (never) or a checkpoint "
                       "path"));
+  keys.push_back(integer("train.restart", in_train(&TrainSettings::restart), not_negative(),
+                         "which restart of a `giant launch --max-restarts` run this is (the launcher sets it)"));
+  keys.push_back(fault_key());
 }
 
 std::vector<RunKey> make_run_keys() {

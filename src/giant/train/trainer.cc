@@ -30,6 +30,7 @@
 #include "giant/train/pipeline_step.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/resume_check.h"
+#include "giant/train/fault_injection.h"
 #include "giant/train/run_checkpoints.h"
 #include "giant/train/run_outputs.h"
 #include "giant/train/run_report.h"
@@ -76,6 +77,7 @@ struct Trainer::State {
   PipelineStepExecutor* pipeline = nullptr;  // the executor, under pp
   std::unique_ptr<RunCheckpoints> checkpoints;
   ResumePoint resumed;  // start_step 0 and nothing else: a fresh run
+  FaultInjector faults;  // train.fault's, armed on the rank and restart it names
   MatrixRates rates;    // measured once at start-up: the precision choice's and MFU's
 
   State(RunConfig c, std::ostream& o, bool live, TrainHooks h, bool is_leader)
@@ -123,6 +125,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   const RunConfig& c = s.config;
   check_layout(c, world ? world->size() : 1);
   check_precision_runs(c.train);
+  s.faults = FaultInjector(parse_fault(c.train.fault), world ? world->rank() : 0, c.train.restart);
   const bool precision_auto = c.train.precision_auto;
   s.rates = rates ? *rates
                   : measure_matrix_rates(precisions_to_measure(c.train), static_cast<int>(c.train.threads), world.get());
@@ -175,6 +178,7 @@ void Trainer::State::build_executor() {
   parts.reducer = model->sync.get();
   parts.parameters = model->parameters();
   parts.clock = &clock;
+  parts.faults = &faults;
   if (!topology.pipelined) {
     executor = std::make_unique<LocalExecutor>(std::move(parts), model->model.chunks.front());
     return;
@@ -339,11 +343,13 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   const double loss_scale = m.loss_scaler ? report.loss_scale : 1.0;
   report.checkpoint_writing = checkpoints->in_flight();
   memory.begin_step();
+  faults.at(FaultPhase::forward, step + 1);
   const StepLoss accumulated = executor->train_step(step, loss_scale, report);
   if (hooks.after_backward) hooks.after_backward(step, m.gradients());
 
   Stopwatch optimizer_watch;
   report.loss = from_last_stage(topology.dp_mean(accumulated.loss));
+  faults.at(FaultPhase::optimizer, step + 1);
   const bool overflowed = update(step, report.loss, loss_scale, loop.step_guard, report);
   if (overflowed) ++loop.loss_scale_skips;
   report.optimizer_s = optimizer_watch.seconds();
@@ -360,6 +366,7 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   loop.reporter.step(report, accumulated.comm_wait_s, overflowed, m.loss_scaler ? m.loss_scaler->scale() : 0.0);
 
   if (step + 1 == t.steps || (t.eval_every > 0 && (step + 1) % t.eval_every == 0)) {
+    faults.at(FaultPhase::evaluation, step + 1);
     loop.summary.val_loss = evaluate();
     loop.reporter.evaluation(step + 1, report.loss, loop.summary.val_loss, loop.run_watch.seconds());
   }

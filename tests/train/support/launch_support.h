@@ -19,12 +19,13 @@ inline const std::string& giant_binary() {
   return path;
 }
 
-// Starts `giant launch --nproc N -- giant train ARGS` with its output in
-// dir/launch.log; each rank writes its pid to dir/pid.<rank>.
+// Starts `giant launch --nproc N [LAUNCH_FLAGS] -- giant train ARGS` with its
+// output in dir/launch.log; each rank writes its pid to dir/pid.<rank>.
 inline pid_t start_launch(const std::string& dir, const std::string& train_args, int processes = 2,
-                          const std::string& log = "launch.log") {
+                          const std::string& log = "launch.log", const std::string& launch_flags = "") {
   const std::string& giant = giant_binary();
-  const std::string command = giant + " launch --nproc " + std::to_string(processes) + " -- sh -c 'echo $$ > " + dir +
+  const std::string command = giant + " launch --nproc " + std::to_string(processes) + " " + launch_flags +
+                              " -- sh -c 'echo $$ > " + dir +
                               "/pid.$GIANT_RANK; exec " + giant + " train " + train_args + "' > " + dir + "/" + log +
                               " 2>&1";
   const pid_t pid = fork();
@@ -37,8 +38,8 @@ inline pid_t start_launch(const std::string& dir, const std::string& train_args,
 
 // Runs it to the end: the exit status (-1 when it did not exit normally).
 inline int run_launch(const std::string& dir, const std::string& train_args, int processes,
-                      const std::string& log = "launch.log") {
-  const pid_t pid = start_launch(dir, train_args, processes, log);
+                      const std::string& log = "launch.log", const std::string& launch_flags = "") {
+  const pid_t pid = start_launch(dir, train_args, processes, log, launch_flags);
   int status = 0;
   if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status);

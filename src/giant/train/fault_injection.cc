@@ -1,0 +1,98 @@
+#include "giant/train/fault_injection.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "giant/base/error.h"
+
+namespace giant::train {
+namespace {
+
+constexpr const char* kKey = "train.fault";
+
+const char* phase_name(FaultPhase phase) {
+  switch (phase) {
+    case FaultPhase::forward: return "forward";
+    case FaultPhase::backward: return "backward";
+    case FaultPhase::optimizer: return "optimizer";
+    case FaultPhase::checkpoint: return "checkpoint";
+    case FaultPhase::evaluation: return "evaluation";
+  }
+  return "unknown";
+}
+
+[[noreturn]] void refuse(const std::string& text, const std::string& why) {
+  throw ConfigError(kKey, why + " in '" + text + "' (expected " + fault_syntax() + ")");
+}
+
+int64_t whole_number(const std::string& text, const std::string& field, const std::string& value, int64_t least) {
+  int64_t n = 0;
+  const char* end = value.data() + value.size();
+  auto [parsed_to, err] = std::from_chars(value.data(), end, n);
+  if (value.empty() || err != std::errc() || parsed_to != end || n < least) {
+    refuse(text, field + " must be a whole number of at least " + std::to_string(least) + ", got '" + value + "'");
+  }
+  return n;
+}
+
+FaultPhase parse_phase(const std::string& text, const std::string& word) {
+  for (FaultPhase p : {FaultPhase::forward, FaultPhase::backward, FaultPhase::optimizer, FaultPhase::checkpoint,
+                       FaultPhase::evaluation}) {
+    if (word == phase_name(p)) return p;
+  }
+  refuse(text, "unknown phase '" + word + "' (forward, backward, optimizer, checkpoint or evaluation)");
+}
+
+FaultAction parse_action(const std::string& text, const std::string& word) {
+  if (word == "kill") return FaultAction::kill;
+  if (word == "stop") return FaultAction::stop;
+  if (word == "exit") return FaultAction::exit;
+  refuse(text, "unknown action '" + word + "' (kill, stop or exit)");
+}
+
+}  // namespace
+
+const char* fault_syntax() { return "PHASE@STEP[,rank=R][,action=kill|stop|exit][,restart=K]"; }
+
+std::optional<FaultSpec> parse_fault(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) parts.push_back(part);
+  const size_t at = parts[0].find('@');
+  if (at == std::string::npos) refuse(text, "no '@STEP' after the phase");
+  FaultSpec spec;
+  spec.phase = parse_phase(text, parts[0].substr(0, at));
+  spec.step = whole_number(text, "STEP", parts[0].substr(at + 1), 1);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    const std::string name = parts[i].substr(0, eq), value = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
+    if (name == "rank") spec.rank = static_cast<int>(whole_number(text, "rank", value, 0));
+    else if (name == "restart") spec.restart = whole_number(text, "restart", value, 0);
+    else if (name == "action") spec.action = parse_action(text, value);
+    else refuse(text, "unknown field '" + parts[i] + "'");
+  }
+  return spec;
+}
+
+FaultInjector::FaultInjector(const std::optional<FaultSpec>& spec, int rank, int64_t restart)
+    : armed_(spec && spec->rank == rank && spec->restart == restart), spec_(spec.value_or(FaultSpec{})) {}
+
+void FaultInjector::fire() const {
+  static const char* const kHow[] = {"SIGKILL", "SIGSTOP", "exit status 1"};
+  std::cerr << "giant train: train.fault: " << kHow[static_cast<int>(spec_.action)] << " at the "
+            << phase_name(spec_.phase) << " of step " << spec_.step << " on rank " << spec_.rank << std::endl;
+  switch (spec_.action) {
+    case FaultAction::kill: ::kill(::getpid(), SIGKILL); break;
+    case FaultAction::stop: ::kill(::getpid(), SIGSTOP); break;
+    case FaultAction::exit: std::_Exit(1);
+  }
+}
+
+}  // namespace giant::train
