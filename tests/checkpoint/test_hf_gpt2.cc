@@ -120,7 +120,7 @@ fs::path save_checkpoint(const parallel::LayerStack& model, const models::GptCon
   meta.model = config;
   meta.step = 7;
   meta.consumed_samples = 56;
-  CheckpointSaver saver({root, 3, false, {}}, nullptr);
+  CheckpointSaver saver({root, 3, false, {}, {}}, nullptr);
   saver.save(meta, model_slices(model, skip), {});
   return root;
 }
@@ -316,7 +316,7 @@ TEST(HfGpt2, ExportCarriesTheCheckpointsTokenizerFiles) {
   meta.model = config;
   meta.tokenizer = "gpt2:somewhere";
   meta.step = 7;
-  SaverOptions options{dir / "run", 3, false, {{"vocab.json", "{\"a\": 0}"}, {"merges.txt", "#version: 0.2\n"}}};
+  SaverOptions options{dir / "run", 3, false, {{"vocab.json", "{\"a\": 0}"}, {"merges.txt", "#version: 0.2\n"}}, {}};
   CheckpointSaver(options, nullptr).save(meta, model_slices(seeded_model(config, 5)), {});
   const fs::path step = dir / "run" / "step_00000007";
   const Manifest saved = read_manifest(step);
@@ -340,7 +340,7 @@ TEST(HfGpt2, ExportCarriesTheCheckpointsTokenizerFiles) {
   EXPECT_FALSE(fs::exists(dir / "again"));
   // The saver refuses names the checkpoint's own files take.
   for (const std::string name : {"manifest.json", "rank_00000.safetensors", "a/b", ""}) {
-    EXPECT_THROW(CheckpointSaver(SaverOptions{dir / "other", 3, false, {{name, "x"}}}, nullptr), Error) << name;
+    EXPECT_THROW(CheckpointSaver(SaverOptions{dir / "other", 3, false, {{name, "x"}}, {}}, nullptr), Error) << name;
   }
 }
 

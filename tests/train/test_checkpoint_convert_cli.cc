@@ -64,7 +64,7 @@ std::string save_small_checkpoint(const TempDir& dir) {
   meta.model = config;
   meta.step = 3;
   const std::string root = dir.path() + "/run";
-  giant::checkpoint::CheckpointSaver({root, 3, false, {}}, nullptr).save(meta, slices, {});
+  giant::checkpoint::CheckpointSaver({root, 3, false, {}, {}}, nullptr).save(meta, slices, {});
   return root;
 }
 
