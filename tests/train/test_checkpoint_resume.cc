@@ -141,6 +141,7 @@ struct FaultCase {
   const char* fault;
   const char* cause;      // how the launcher names the failure
   int resumed_from;       // the step of the checkpoint the restart resumes from
+  int redone;             // the steps the failed attempt logged past it
 };
 
 class RestartAfterFault : public ::testing::TestWithParam<FaultCase> {};
@@ -163,6 +164,10 @@ TEST_P(RestartAfterFault, EndsBitIdenticalToARunNeverInterrupted) {
             std::string::npos)
       << log;
   EXPECT_EQ(losses_of(out + "/metrics.jsonl"), losses_of(reference_out + "/metrics.jsonl"));
+  const std::string restart_record = "{\"step\":" + resumed + ",\"restart\":1,\"steps_redone\":" +
+                                     std::to_string(c.redone) + ",\"seconds_redone\":";
+  EXPECT_NE(read_file(out + "/metrics.jsonl").find(restart_record), std::string::npos)
+      << restart_record << " in\n" << read_file(out + "/metrics.jsonl");
   expect_same_state(reference_out + "/checkpoints/step_00000008", out + "/checkpoints/step_00000008");
 }
 
@@ -170,13 +175,13 @@ INSTANTIATE_TEST_SUITE_P(
     Faults, RestartAfterFault,
     ::testing::Values(
         FaultCase{"dp2_killed_in_backward", "--set parallel.dp=2", "backward@6,rank=1",
-                  "rank 1 was killed by signal 9", 4},
+                  "rank 1 was killed by signal 9", 4, 1},
         // Killed while writing the step-8 checkpoint: the run goes on from step 4's.
         FaultCase{"dp2_killed_writing_a_checkpoint", "--set parallel.dp=2", "checkpoint@8,rank=1",
-                  "rank 1 was killed by signal 9", 4},
+                  "rank 1 was killed by signal 9", 4, 4},
         // A stage stopped in its optimizer step: the other times out naming it.
         FaultCase{"pp2_stopped_in_the_optimizer", "--set parallel.pp=2 --set parallel.schedule=1f1b",
-                  "optimizer@7,rank=1,action=stop", "rank 0 exited with code", 4}),
+                  "optimizer@7,rank=1,action=stop", "rank 0 exited with code", 4, 2}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -57,13 +59,38 @@ std::string records_through(const std::string& path, int64_t step) {
   return kept;
 }
 
-MetricsLog::MetricsLog(const std::string& path, std::optional<int64_t> resumed_step) : path_(path) {
+// The step records of `path` past `step`: how many, and their step time.
+std::pair<int64_t, double> steps_after(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  std::pair<int64_t, double> after{0, 0.0};
+  for (std::string line; std::getline(in, line);) {
+    const OrderedJson record = OrderedJson::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.is_object() || !record.contains("step_s")) continue;
+    const auto found = record.find("step");
+    if (found == record.end() || !found->is_number_integer() || found->get<int64_t>() <= step) continue;
+    ++after.first;
+    if (record["step_s"].is_number()) after.second += record["step_s"].get<double>();
+  }
+  return after;
+}
+
+MetricsLog::MetricsLog(const std::string& path, std::optional<int64_t> resumed_step, int64_t restart)
+    : path_(path) {
   const std::string kept = resumed_step ? records_through(path, *resumed_step) : std::string();
+  if (restart > 0) std::tie(steps_redone_, seconds_redone_) = steps_after(path, resumed_step.value_or(0));
   out_.open(path, std::ios::trunc);
   out_ << kept;
   out_.flush();
   if (!out_) {
     throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  }
+  if (restart > 0) {
+    OrderedJson record;
+    record["step"] = resumed_step.value_or(0);
+    record["restart"] = restart;
+    record["steps_redone"] = steps_redone_;
+    record["seconds_redone"] = number(seconds_redone_);
+    write(line_of(record));
   }
 }
 

@@ -17,8 +17,15 @@ class MetricsLog {
  public:
   // Truncates; or, resuming after `resumed_step`, keeps the records of the
   // steps up to it (a killed run's later ones are redone) and appends.
-  // Error naming the file.
-  explicit MetricsLog(const std::string& path, std::optional<int64_t> resumed_step = std::nullopt);
+  // In a restart (train.restart > 0) it then records the restart: {"step":
+  // the step resumed from (0: none), "restart": its number, "steps_redone"
+  // and "seconds_redone": the steps the failed attempt logged past that
+  // step, which are done again, and their time}. Error naming the file.
+  explicit MetricsLog(const std::string& path, std::optional<int64_t> resumed_step = std::nullopt,
+                      int64_t restart = 0);
+  // The steps and seconds a restart redoes (0 outside a restart).
+  int64_t steps_redone() const { return steps_redone_; }
+  double seconds_redone() const { return seconds_redone_; }
 
   // The step's report and its time blocked in communication, with the wall
   // clock (`time`, ISO 8601 UTC) and the process's peak memory
@@ -35,6 +42,8 @@ class MetricsLog {
 
   std::string path_;
   std::ofstream out_;
+  int64_t steps_redone_ = 0;
+  double seconds_redone_ = 0;
 };
 
 }  // namespace giant::train

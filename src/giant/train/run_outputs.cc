@@ -22,9 +22,11 @@ void RunOutputs::open(const RunConfig& config, const std::string& config_toml) {
 
 void RunOutputs::open_logs(const RunConfig& config, std::optional<int64_t> resumed_step) {
   if (!leader) return;
-  metrics = std::make_unique<MetricsLog>((out_dir / "metrics.jsonl").string(), resumed_step);
+  const int64_t restart = config.train.restart;
+  metrics = std::make_unique<MetricsLog>((out_dir / "metrics.jsonl").string(), resumed_step, restart);
   if (config.train.tensorboard) {
     tensorboard = std::make_unique<TensorBoardLog>((out_dir / "tensorboard").string(), resumed_step);
+    if (restart > 0) tensorboard->restart(resumed_step.value_or(0), restart, metrics->seconds_redone());
   }
 }
 

@@ -154,6 +154,10 @@ void TensorBoardLog::step(const StepReport& r) {
 
 void TensorBoardLog::evaluation(int64_t step, double val_loss) { write_scalars(step, {{"loss/val", val_loss}}); }
 
+void TensorBoardLog::restart(int64_t step, int64_t restart, double seconds_redone) {
+  write_scalars(step, {{"run/restart", static_cast<double>(restart)}, {"run/seconds_redone", seconds_redone}});
+}
+
 void TensorBoardLog::write_scalars(int64_t step, const std::vector<std::pair<const char*, double>>& scalars) {
   write_record(scalars_event(unix_seconds(WallClock::now()), step, scalars));
 }

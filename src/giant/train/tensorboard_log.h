@@ -32,6 +32,9 @@ class TensorBoardLog {
   // memory/total.
   void step(const StepReport& report);
   void evaluation(int64_t step, double val_loss);  // loss/val
+  // run/restart (its number) and run/seconds_redone at the step a restart
+  // resumed from (MetricsLog's restart record).
+  void restart(int64_t step, int64_t restart, double seconds_redone);
 
   const std::string& path() const { return path_; }
 
