@@ -66,24 +66,19 @@ struct EmulateFlags {
   std::string link_rate;
 };
 
-// "" when text is a whole number of at least 1, else why not.
-std::string check_count(const std::string& text) {
+// "" when text is a whole number of at least `least`, else why not.
+std::string check_whole_number(const std::string& text, int least) {
   int value = 0;
   const char* end = text.data() + text.size();
   auto [parsed_to, err] = std::from_chars(text.data(), end, value);
   if (text.empty() || err != std::errc() || parsed_to != end) return "expects an integer, got '" + text + "'";
-  if (value < 1) return "must be at least 1, got " + text;
-  return "";
+  if (value >= least) return "";
+  const std::string bound = least == 0 ? "must be 0 or more" : "must be at least " + std::to_string(least);
+  return bound + ", got " + text;
 }
 
-// "" when text is a whole number of at least 0, else why not.
-std::string check_non_negative(const std::string& text) {
-  int value = 0;
-  const char* end = text.data() + text.size();
-  auto [parsed_to, err] = std::from_chars(text.data(), end, value);
-  if (text.empty() || err != std::errc() || parsed_to != end) return "expects an integer, got '" + text + "'";
-  if (value < 0) return "must be 0 or more, got " + text;
-  return "";
+CLI::Validator whole_number_of_at_least(int least) {
+  return CLI::Validator([least](const std::string& text) { return check_whole_number(text, least); }, "");
 }
 
 std::string check_duration(const std::string& text) {
@@ -105,7 +100,7 @@ void add_flags(CLI::App& cli, launch::LaunchOptions& options, EmulateFlags& emul
   cli.footer(kFooter);
   cli.add_option("--nproc", options.nproc, "ranks to run (may be omitted with --hosts)")
       ->type_name("N")
-      ->check(CLI::Validator(check_count, ""))
+      ->check(whole_number_of_at_least(1))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cli.add_option_function<std::string>(
          "--hosts", [&options](const std::string& spec) { options.hosts = launch::parse_host_spec(spec); },
@@ -134,7 +129,7 @@ void add_flags(CLI::App& cli, launch::LaunchOptions& options, EmulateFlags& emul
                  "when a rank fails, stop every rank and start them all again, up to N times, with "
                  "train.resume=auto (default 0)")
       ->type_name("N")
-      ->check(CLI::Validator(check_non_negative, ""))
+      ->check(whole_number_of_at_least(0))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cli.add_option_function<std::string>(
          "--restart-backoff",
