@@ -41,7 +41,7 @@ constexpr const char* kFooter =
     "Ranks are numbered host by host; each host of --hosts gets its own GIANT_HOST_ID.\n"
     "Ranks get GIANT_RANK, GIANT_WORLD_SIZE, GIANT_LOCAL_RANK, GIANT_LOCAL_WORLD_SIZE,\n"
     "GIANT_STORE_ADDR and GIANT_SECRET_FILE (see docs/ccl.md, Bootstrap).\n"
-    "Exit status (of the last attempt, with --max-restarts): 0 when every rank exits 0;\n"
+    "Exit status: 0 when every rank exits 0 (with --max-restarts, of the last attempt);\n"
     "else the first failed rank's (128 + signal if it was killed); 128 + signal when\n"
     "the launch was stopped by a signal; 1 when the launcher itself fails; 2 for bad usage.";
 

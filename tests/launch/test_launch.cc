@@ -257,7 +257,7 @@ TEST(Launch, BadUsageExitsWithStatus2AndSaysWhy) {
     ASSERT_TRUE(status.has_value());
     EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << flag << ": " << *status;
     for (const char* says : {"Usage: giant launch [OPTIONS] [--] COMMAND [ARGS...]\n", "--nproc", "--hosts", "--store-addr", "--timeout-grace",
-                             "GIANT_SECRET_FILE", "--max-restarts", "--restart-backoff", "0 when every rank exits 0"}) {
+                             "GIANT_SECRET_FILE", "--max-restarts", "--restart-backoff", "Exit status: 0 when every rank exits 0"}) {
       EXPECT_NE(help.out().find(says), std::string::npos) << flag << " does not say " << says << ":\n" << help.out();
     }
     EXPECT_TRUE(help.err().empty()) << help.err();
