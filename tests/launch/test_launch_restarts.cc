@@ -89,6 +89,24 @@ TEST(LaunchRestarts, ASignalToTheLauncherIsNeverFollowedByARestart) {
   EXPECT_EQ(attempts_of(launch.dir(), 0).size(), 1u);
 }
 
+// Ctrl-C while the ranks are being stopped after a failure: no restart
+// either. Rank 1 fails once rank 0 ignores SIGTERM, so the stop lasts.
+TEST(LaunchRestarts, ASignalWhileTheRanksAreStoppedAfterAFailureIsNotFollowedByARestart) {
+  LaunchProcess launch(kCli, concat({"--nproc", "2", "--max-restarts", "5", "--timeout-grace", "20s", "--"},
+                                    sh(std::string(kCountAttempt) +
+                                       "if [ $GIANT_RANK = 1 ]; then while [ ! -e $D/ready.0 ]; do sleep 0.01; done; "
+                                       "exit 3; fi; "
+                                       "trap 'touch $D/asked.0' TERM; touch $D/ready.0; while :; do sleep 0.05; done")));
+  ASSERT_TRUE(wait_for_files(launch.dir(), {"asked.0"}, 20)) << launch.err();
+  ASSERT_EQ(::kill(launch.pid(), SIGTERM), 0);  // rank 0 ignores the launcher's SIGTERM; this one too
+  auto status = launch.wait(20);
+  ASSERT_TRUE(status.has_value()) << launch.err();
+  const std::string err = launch.err();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << *status << "\n" << err;
+  EXPECT_EQ(count(err, "giant launch: restart "), 0u) << err;
+  EXPECT_EQ(attempts_of(launch.dir(), 0).size(), 1u);
+}
+
 TEST(LaunchRestarts, BadRestartFlagsExitWithStatus2NamingTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--nproc", "1", "--max-restarts", "-1", "--", "true"}, "--max-restarts: must be 0 or more, got -1"},

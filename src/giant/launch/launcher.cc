@@ -187,7 +187,7 @@ void check_options(const LaunchOptions& options) {
 struct AttemptResult {
   int status = 0;
   std::string failure;  // how the first rank to fail ended; empty if none
-  int stop_signal = 0;  // the signal that stopped the launch; 0 if none
+  int stop_signal = 0;  // the first signal the launcher got; 0 if none
 };
 
 // Starts a rank of `plan` per placement and supervises them to the end.
@@ -269,7 +269,7 @@ int run_attempts(const LaunchOptions& options, const LaunchPlan& plan, SignalPip
   for (int restart = 1;; ++restart) {
     const Stopwatch attempt_time;
     const AttemptResult result = run_ranks(attempt, plan, signals, log);
-    if (result.status == 0 || result.stop_signal != 0 || result.failure.empty()) return result.status;
+    if (result.failure.empty() || result.stop_signal != 0) return result.status;  // done, or asked to stop
     if (restart > options.max_restarts) {
       if (options.max_restarts > 0) {
         log << "giant launch: giving up after " << options.max_restarts << " restart"

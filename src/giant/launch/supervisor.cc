@@ -134,6 +134,7 @@ void Supervisor::begin_stop() {
 
 void Supervisor::on_signal(int signo) {
   if (signo == SIGCHLD) return;  // only a wakeup; reap() looks at every rank
+  if (first_signal_ == 0) first_signal_ = signo;
   if (stopping_) {
     // A second Ctrl-C, or one while the ranks are being stopped: no more waiting.
     say("got " + signal_name(signo) + " while stopping the ranks; killing them (SIGKILL)");

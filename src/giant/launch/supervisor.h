@@ -49,10 +49,11 @@ class Supervisor {
   std::vector<pid_t> pids() const;
 
   // After run(): how the first rank to fail ended ("rank 1 exited with code
-  // 3"), empty when none failed; and the signal that stopped the launch (0:
-  // none), after which nothing should start again.
+  // 3"), empty when none failed; and the first SIGINT, SIGTERM or SIGHUP the
+  // launcher got (0: none), also while it was stopping the ranks after a
+  // failure: after one, nothing should start again.
   std::string failure() const;
-  int stop_signal() const { return received_signal_; }
+  int stop_signal() const { return first_signal_; }
 
  private:
   struct Rank;
@@ -76,7 +77,8 @@ class Supervisor {
   bool stopping_ = false;
   Deadline kill_at_ = Deadline::never();
   int first_failed_ = -1;     // rank
-  int received_signal_ = 0;  // the first SIGINT/SIGTERM/SIGHUP
+  int received_signal_ = 0;  // the first SIGINT/SIGTERM/SIGHUP before any rank failed
+  int first_signal_ = 0;     // the first SIGINT/SIGTERM/SIGHUP at all
 };
 
 }  // namespace giant::launch

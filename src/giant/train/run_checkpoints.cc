@@ -12,7 +12,6 @@
 #include "giant/checkpoint/loader.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/train/checkpoint_tokenizer.h"
-#include "giant/train/fault_injection.h"
 #include "giant/train/resume_check.h"
 #include "giant/train/run_report.h"
 
@@ -21,9 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-checkpoint::SaverOptions saver_options(const RunConfig& config, const ccl::Communicator* world) {
+checkpoint::SaverOptions saver_options(const RunConfig& config, const FaultInjector& faults) {
   checkpoint::SaverOptions options;
-  const FaultInjector faults(parse_fault(config.train.fault), world ? world->rank() : 0, config.train.restart);
   options.after_write = [faults](int64_t step) { faults.at(FaultPhase::checkpoint, step); };
   options.root = config.checkpoint.dir;
   options.keep = config.checkpoint.keep;
@@ -34,8 +32,9 @@ checkpoint::SaverOptions saver_options(const RunConfig& config, const ccl::Commu
 
 }  // namespace
 
-RunCheckpoints::RunCheckpoints(const RunConfig& config, ccl::Communicator* world, Progress& progress)
-    : config_(config), world_(world), progress_(progress), saver_(saver_options(config, world), world) {}
+RunCheckpoints::RunCheckpoints(const RunConfig& config, ccl::Communicator* world, Progress& progress,
+                               const FaultInjector& faults)
+    : config_(config), world_(world), progress_(progress), saver_(saver_options(config, faults), world) {}
 
 checkpoint::SavedLayout RunCheckpoints::layout() const {
   const Layout& l = config_.layout;

@@ -15,6 +15,7 @@
 #include "giant/checkpoint/manifest.h"
 #include "giant/base/timer.h"
 #include "giant/checkpoint/saver.h"
+#include "giant/train/fault_injection.h"
 #include "giant/train/progress.h"
 #include "giant/train/run_config.h"
 
@@ -27,7 +28,9 @@ namespace giant::train {
 class RunCheckpoints {
  public:
   // world: every rank (null: one process).
-  RunCheckpoints(const RunConfig& config, ccl::Communicator* world, Progress& progress);
+  // faults: this rank's train.fault, whose checkpoint faults fire once its
+  // part of a checkpoint is written.
+  RunCheckpoints(const RunConfig& config, ccl::Communicator* world, Progress& progress, const FaultInjector& faults);
 
   // The checkpoint to start from (nullopt: a fresh run). Collective. Prints
   // why each candidate passed over is unusable. FormatError (exit 1) when

@@ -20,6 +20,7 @@
 #include "giant/optim/clipping.h"
 #include "giant/optim/lr_schedule.h"
 #include "giant/train/checkpoint_assembly.h"
+#include "giant/train/fault_injection.h"
 #include "giant/train/generate.h"
 #include "giant/train/local_executor.h"
 #include "giant/train/matmul_rate.h"
@@ -30,7 +31,6 @@
 #include "giant/train/pipeline_step.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/resume_check.h"
-#include "giant/train/fault_injection.h"
 #include "giant/train/run_checkpoints.h"
 #include "giant/train/run_outputs.h"
 #include "giant/train/run_report.h"
@@ -163,8 +163,8 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   const ModelState& m = *s.model;
   s.memory.watch({m.sync.get(), m.parameters(), m.optimizer.get(), m.masters.get()});
   s.build_executor();
-  s.checkpoints =
-      std::make_unique<RunCheckpoints>(s.config, s.topology.mesh ? &s.topology.mesh->world() : nullptr, s.progress);
+  s.checkpoints = std::make_unique<RunCheckpoints>(
+      s.config, s.topology.mesh ? &s.topology.mesh->world() : nullptr, s.progress, s.faults);
   if (const auto chosen = s.checkpoints->choose_resume()) s.resumed = resume_from(s.checkpointed(), *chosen);
   std::optional<int64_t> resumed_step;
   if (s.resumed.train) resumed_step = s.resumed.start_step;
