@@ -24,6 +24,7 @@
 #include "giant/train/matmul_rate.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/run_config.h"
+#include "giant/train/run_device.h"
 #include "giant/train/trainer.h"
 
 namespace giant::app {
@@ -106,7 +107,8 @@ int train_on_ranks(train::RunConfig& config, const std::string& config_toml, con
       world = bootstrap.world;
     }
     const train::MatrixRates rates = train::measure_matrix_rates(
-        train::precisions_to_measure(config.train), static_cast<int>(config.train.threads), world.get());
+        train::precisions_to_measure(config.train), static_cast<int>(config.train.threads), world.get(),
+        train::reference_products_on(train::run_device(config.train)));
     if (const auto code = resolve_measured_choices(config, rates, launch, world.get())) return *code;
     train::TrainHooks hooks;
     hooks.stop_signal = &StopSignals::received;
@@ -149,6 +151,7 @@ int train_command(const std::vector<std::string>& args) {
   train::RunConfig config;
   const ccl::Environment env = ccl::Environment::from_process();
   ccl::BootstrapInfo launch;
+  std::string device_line;  // what train.device = auto chose, when a GPU
   try {
     apply_global_flags(global);
     if (print_reference) {
@@ -168,6 +171,7 @@ int train_command(const std::vector<std::string>& args) {
     // Rank and world size from giant launch, torchrun, srun or mpirun,
     // checked against the layout before any rank connects or works.
     launch = ccl::resolve_bootstrap(env);
+    device_line = train::resolve_device(config.train, launch.local_rank);
     train::check_precision_runs(config.train);
     if (!config.parallel.automatic) train::check_layout(config, launch.world_size);
   } catch (const std::exception& e) {
@@ -178,6 +182,7 @@ int train_command(const std::vector<std::string>& args) {
 
   if (launch.rank == 0 && log_enabled(LogLevel::info)) {
     print_changed_keys(keys, config.train.out_dir);
+    if (!device_line.empty()) std::cout << "giant train: " << device_line << '\n';
     if (launch.world_size > 1) {
       std::cout << "giant train: " << launch.world_size << " ranks started by " << launch.source << '\n';
     }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "giant/train/run_device.h"
 #include "train/support/giant_process.h"
 
 namespace giant::train::test {
@@ -104,6 +105,23 @@ TEST(CliBadInput, AFaultToInjectOrARestartCountThatCannotBeUsedNamesTheKey) {
   expect_bad_input(run, "'train.fault': STEP must be a whole number of at least 1", "GIANT_TRAIN_FAULT=forward@0");
   expect_bad_input(run, "'train.fault': no '@STEP' after the phase", "GIANT_TRAIN_FAULT=forward");
   expect_bad_input(run, "'train.restart': must not be negative", "GIANT_TRAIN_RESTART=-1");
+  EXPECT_FALSE(fs::exists(dir.path() + "/out"));
+}
+
+// train.device: a form it does not know, or (on a libtorch without CUDA, as
+// the CI's) a GPU, exits 2 naming the key before anything is written.
+TEST(CliBadInput, ADeviceThatCannotBeUsedNamesTheKey) {
+  TempDir dir;
+  const std::string run = "train" + kTinyRun + " --set train.out_dir=" + dir.path() + "/out";
+  expect_bad_input(run, "'train.device': must be auto, cpu, cuda or cuda:N, got 'gpu'", "GIANT_TRAIN_DEVICE=gpu");
+  if (!giant::train::cuda_in_libtorch()) {
+    expect_bad_input(run, "'train.device': is 'cuda', but this giant is built against a libtorch without CUDA",
+                     "GIANT_TRAIN_DEVICE=cuda");
+    expect_bad_input(run, "'train.device': is 'cuda:1', but this giant is built against a libtorch without CUDA",
+                     "GIANT_TRAIN_DEVICE=cuda:1");
+  } else {
+    expect_bad_input(run, "'train.device': is 'cuda:4096', but this process sees", "GIANT_TRAIN_DEVICE=cuda:4096");
+  }
   EXPECT_FALSE(fs::exists(dir.path() + "/out"));
 }
 

@@ -21,6 +21,7 @@
 #include "giant/optim/adamw.h"
 #include "giant/train/precision_choice.h"
 #include "giant/train/run_config.h"
+#include "giant/train/run_device.h"
 #include "giant/train/trainer.h"
 #include "train/support/train_test_support.h"
 
@@ -78,6 +79,7 @@ TEST(Precision, AutoPicksBf16OnlyWhenItIsClearlyFaster) {
   EXPECT_EQ(choose_automatic_precision(100e9, 150e9), Precision::bf16);
   EXPECT_EQ(choose_automatic_precision(100e9, 0), Precision::fp32);  // no bf16 at all
   RunConfig c = run_config_from(keys_with({"train.precision=auto", "train.threads=1"}));
+  resolve_device(c.train, 0);
   const std::vector<Precision> measured = precisions_to_measure(c.train);
   ASSERT_EQ(measured.front(), Precision::fp32);
   const MatrixRates rates = measure_matrix_rates(measured, 1, nullptr);

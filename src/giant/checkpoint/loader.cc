@@ -96,7 +96,7 @@ void CheckpointLoader::load(const std::vector<TensorSlice>& targets) const {
       }
       const TensorSlice& first = *meets.front().first;
       if (meets.size() == 1 && covers_whole(piece, first) && first.view.is_contiguous() &&
-          first.view.scalar_type() == stored) {
+          first.view.device().is_cpu() && first.view.scalar_type() == stored) {
         reader.read(*info, first.view.data_ptr());  // straight into place: the same layout
         continue;
       }

@@ -244,8 +244,13 @@ double CheckpointSaver::save(const Manifest& meta, const std::vector<TensorSlice
   part.blobs = blobs;
   for (const auto& slice : owned) {
     TensorSlice copy = slice;
-    // In the background, the step goes on changing the tensors: write copies.
-    if (state_->options.background || !slice.view.is_contiguous()) copy.view = slice.view.contiguous().clone();
+    // In the background, the step goes on changing the tensors: write copies
+    // (a device's tensors are copied to the host in any case).
+    if (!slice.view.device().is_cpu()) {
+      copy.view = slice.view.to(at::kCPU).contiguous();
+    } else if (state_->options.background || !slice.view.is_contiguous()) {
+      copy.view = slice.view.contiguous().clone();
+    }
     part.slices.push_back(std::move(copy));
   }
   state_->begin(meta, std::move(part));

@@ -1,9 +1,12 @@
 #include "giant/parallel/tensor_collectives.h"
 
+#include <string>
+
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
+#include "giant/ccl/backend.h"
 #include "giant/ccl/collectives.h"
 
 namespace giant::parallel {
@@ -12,10 +15,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Host memory the collective can use: the tensor itself when it is
-// contiguous on the CPU, else a staged copy.
-at::Tensor host_view(const at::Tensor& t) {
-  return t.device().is_cpu() && t.is_contiguous() ? t : t.to(at::kCPU).contiguous();
+// Memory the collective can use: the tensor itself when ccl reaches it and
+// it is contiguous, a contiguous copy when only that is missing, else a copy
+// staged in host memory.
+at::Tensor reachable_view(const at::Tensor& t) {
+  if (ccl_reaches(t)) return t.is_contiguous() ? t : t.contiguous();
+  return t.to(at::kCPU).contiguous();
 }
 
 // The communicator and the clock ride in the context as integers: autograd
@@ -110,11 +115,24 @@ ccl::DType ccl_dtype(at::ScalarType type) {
   throw Error(std::string("ccl has no dtype for tensors of ") + c10::toString(type));
 }
 
+bool ccl_reaches(const at::Tensor& tensor) {
+  if (tensor.device().is_cpu()) return true;
+  return tensor.device().is_cuda() && std::string(ccl::default_device_backend_name()) != "none";
+}
+
+void set_memory(ccl::OpOptions& options, const at::Tensor& tensor) {
+  GIANT_CHECK(ccl_reaches(tensor), "ccl cannot reach a tensor on ", tensor.device(), " (its device backend is ",
+              ccl::default_device_backend_name(), "; build with GIANT_CUDA=ON for CUDA tensors)");
+  options.memory = tensor.device().is_cpu() ? ccl::Memory::host : ccl::Memory::device;
+  options.stream = nullptr;  // the default stream: libtorch's current one, as the trainer never changes it
+}
+
 namespace {
-// The reduction of contiguous host tensor `in` into `out` (the same tensor,
-// or one of its size and dtype).
+// The reduction of contiguous tensor `in` into `out` (the same tensor, or
+// one of its size, dtype and device), in memory ccl reaches.
 ccl::Work allreduce_into(const at::Tensor& in, const at::Tensor& out, ccl::Communicator& comm, ccl::ReduceOp op) {
   ccl::AllreduceOptions options;
+  set_memory(options, in);
   options.input = in.data_ptr();
   options.output = out.data_ptr();
   options.count = static_cast<size_t>(in.numel());
@@ -125,16 +143,17 @@ ccl::Work allreduce_into(const at::Tensor& in, const at::Tensor& out, ccl::Commu
 }  // namespace
 
 ccl::Work allreduce_async(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
-  GIANT_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
-              "allreduce_async needs contiguous host memory, got a tensor on ", tensor.device());
+  GIANT_CHECK(ccl_reaches(tensor) && tensor.is_contiguous(),
+              "allreduce_async needs contiguous memory ccl reaches, got a tensor on ", tensor.device());
   return allreduce_into(tensor, tensor, comm, op);
 }
 
 namespace {
-// The size of block `rank` of a flat host tensor split into comm.size() equal blocks.
+// The size of block `rank` of a flat tensor split into comm.size() equal blocks.
 size_t checked_block(const at::Tensor& flat, ccl::Communicator& comm, const char* what) {
-  GIANT_CHECK(flat.device().is_cpu() && flat.is_contiguous() && flat.dim() == 1, what,
-              " needs a flat contiguous host tensor, got ", flat.dim(), " dimension(s) on ", flat.device());
+  GIANT_CHECK(ccl_reaches(flat) && flat.is_contiguous() && flat.dim() == 1, what,
+              " needs a flat contiguous tensor in memory ccl reaches, got ", flat.dim(), " dimension(s) on ",
+              flat.device());
   GIANT_CHECK(flat.numel() % comm.size() == 0, what, ": ", flat.numel(), " elements do not split into ",
               comm.size(), " equal blocks");
   return static_cast<size_t>(flat.numel() / comm.size());
@@ -144,6 +163,7 @@ size_t checked_block(const at::Tensor& flat, ccl::Communicator& comm, const char
 ccl::Work reduce_scatter_blocks_async(const at::Tensor& flat, ccl::Communicator& comm, ccl::ReduceOp op) {
   const size_t block = checked_block(flat, comm, "reduce_scatter_blocks_async");
   ccl::ReduceScatterOptions options;
+  set_memory(options, flat);
   options.input = flat.data_ptr();
   options.output = static_cast<char*>(flat.data_ptr()) + comm.rank() * block * flat.element_size();
   options.count = block;
@@ -155,6 +175,7 @@ ccl::Work reduce_scatter_blocks_async(const at::Tensor& flat, ccl::Communicator&
 ccl::Work allgather_blocks_async(const at::Tensor& flat, ccl::Communicator& comm) {
   const size_t block = checked_block(flat, comm, "allgather_blocks_async");
   ccl::AllgatherOptions options;
+  set_memory(options, flat);
   options.input = static_cast<char*>(flat.data_ptr()) + comm.rank() * block * flat.element_size();
   options.output = flat.data_ptr();
   options.count = block;
@@ -164,29 +185,30 @@ ccl::Work allgather_blocks_async(const at::Tensor& flat, ccl::Communicator& comm
 
 void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
   if (comm.size() == 1 && op != ccl::ReduceOp::avg) return;
-  at::Tensor host = host_view(tensor);
-  allreduce_async(host, comm, op).wait();
-  if (!host.is_same(tensor)) tensor.copy_(host);
+  at::Tensor view = reachable_view(tensor);
+  allreduce_async(view, comm, op).wait();
+  if (!view.is_same(tensor)) tensor.copy_(view);
 }
 
 at::Tensor allreduce(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op) {
-  at::Tensor host = host_view(tensor);
-  at::Tensor out = at::empty_like(host, at::MemoryFormat::Contiguous);
-  allreduce_into(host, out, comm, op).wait();
+  at::Tensor view = reachable_view(tensor);
+  at::Tensor out = at::empty_like(view, at::MemoryFormat::Contiguous);
+  allreduce_into(view, out, comm, op).wait();
   return out.to(tensor.device());
 }
 
 at::Tensor allgather(const at::Tensor& tensor, ccl::Communicator& comm, int64_t dim) {
   if (comm.size() == 1) return tensor;
-  at::Tensor host = host_view(tensor);
+  at::Tensor view = reachable_view(tensor);
   std::vector<int64_t> shape{comm.size()};
-  for (int64_t s : host.sizes()) shape.push_back(s);
-  at::Tensor gathered = at::empty(shape, host.options());
+  for (int64_t s : view.sizes()) shape.push_back(s);
+  at::Tensor gathered = at::empty(shape, view.options());
   ccl::AllgatherOptions options;
-  options.input = host.data_ptr();
+  set_memory(options, view);
+  options.input = view.data_ptr();
   options.output = gathered.data_ptr();
-  options.count = static_cast<size_t>(host.numel());
-  options.dtype = ccl_dtype(host.scalar_type());
+  options.count = static_cast<size_t>(view.numel());
+  options.dtype = ccl_dtype(view.scalar_type());
   ccl::allgather(comm, options).wait();
   return at::cat(gathered.unbind(0), dim).to(tensor.device());
 }

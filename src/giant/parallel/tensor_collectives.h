@@ -1,14 +1,17 @@
 // Collectives on tensors, plain and with autograd (Megatron's regions).
 //
-// Any dtype ccl has; tensors that are not contiguous host memory are staged
-// through host memory until a device backend exists. A communicator of size
-// 1 passes everything through without adding autograd nodes.
+// Any dtype ccl has. CUDA tensors go to ccl's device backend (NCCL) where
+// ccl has one, ordered on libtorch's default stream (the trainer issues its
+// work there); without one the blocking calls stage them through host
+// memory and the asynchronous ones refuse them. A communicator of size 1
+// passes everything through without adding autograd nodes.
 #pragma once
 
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>
 
+#include "giant/ccl/collectives.h"
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/types.h"
 #include "giant/ccl/work.h"
@@ -17,6 +20,13 @@ namespace giant::parallel {
 
 ccl::DType ccl_dtype(at::ScalarType type);  // Error for types ccl lacks
 
+// Whether ccl reads and writes `tensor`'s memory itself: host memory, or a
+// CUDA tensor where ccl has a device backend.
+bool ccl_reaches(const at::Tensor& tensor);
+// Sets `options` for buffers of `tensor`'s memory (host, or device on the
+// default stream); Error when ccl cannot reach it.
+void set_memory(ccl::OpOptions& options, const at::Tensor& tensor);
+
 // Blocking, in place, no autograd.
 void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op = ccl::ReduceOp::sum);
 // Blocking, no autograd: the reduction in a new contiguous tensor (the input
@@ -24,8 +34,8 @@ void allreduce_(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp
 at::Tensor allreduce(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op = ccl::ReduceOp::sum);
 // Blocking, no autograd: the ranks' tensors concatenated along `dim`.
 at::Tensor allgather(const at::Tensor& tensor, ccl::Communicator& comm, int64_t dim);
-// Asynchronous in-place allreduce of contiguous host memory; the tensor must
-// stay alive and untouched until the Work completes.
+// Asynchronous in-place allreduce of contiguous memory ccl reaches; the
+// tensor must stay alive and untouched until the Work completes.
 ccl::Work allreduce_async(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op);
 // Asynchronous, in place on a flat contiguous host tensor of comm.size()
 // equal blocks, block r being rank r's (ZeRO's shards): reduce_scatter

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "giant/base/timer.h"
@@ -14,18 +15,24 @@
 namespace giant::train {
 
 double measure_gemm_flops(int64_t m, int64_t n, int64_t k, Precision precision, int min_repetitions,
-                          double min_seconds, double give_up_below) {
+                          double min_seconds, double give_up_below, c10::Device device) {
   torch::NoGradGuard no_grad;
-  const auto options = torch::TensorOptions().dtype(scalar_type_of(precision));
+  const auto options = torch::TensorOptions().dtype(scalar_type_of(precision)).device(device);
   const torch::Tensor a = torch::rand({m, k}).to(options), b = torch::rand({k, n}).to(options);
   torch::Tensor c = torch::empty({m, n}, options);
-  torch::mm_out(c, a, b);  // warm-up: pages, BLAS buffers, threads
+  // A GPU's product runs after its launch returns: time it to its end.
+  const auto finish = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  };
+  torch::mm_out(c, a, b);  // warm-up: pages, BLAS buffers, threads (on a GPU: its kernel choice)
+  finish();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   std::vector<double> seconds;
   Stopwatch total;
   while (static_cast<int>(seconds.size()) < std::max(min_repetitions, 1) || total.seconds() < min_seconds) {
     Stopwatch watch;
     torch::mm_out(c, a, b);
+    finish();
     seconds.push_back(watch.seconds());
     if (seconds.size() == 1 && flops / seconds[0] < give_up_below) return flops / seconds[0];
   }
@@ -50,14 +57,18 @@ void MatrixRates::set(Precision precision, double flops) {
   }
 }
 
-MatrixRates probe_reference_products(const std::vector<Precision>& precisions) {
+MatrixRates probe_reference_products(const std::vector<Precision>& precisions, c10::Device device) {
   MatrixRates rates;
   for (size_t i = 0; i < precisions.size(); ++i) {
     const double give_up_below = i == 0 ? 0 : rates.of(precisions[0]);
     rates.set(precisions[i], measure_gemm_flops(kReferenceGemmDim, kReferenceGemmDim, kReferenceGemmDim,
-                                                precisions[i], 5, 0.1, give_up_below));
+                                                precisions[i], 5, 0.1, give_up_below, device));
   }
   return rates;
+}
+
+RateProbe reference_products_on(c10::Device device) {
+  return [device](const std::vector<Precision>& precisions) { return probe_reference_products(precisions, device); };
 }
 
 namespace {

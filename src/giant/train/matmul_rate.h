@@ -6,6 +6,8 @@
 #include <functional>
 #include <vector>
 
+#include <c10/core/Device.h>
+
 #include "giant/base/precision.h"
 
 namespace giant::ccl {
@@ -21,9 +23,10 @@ namespace giant::train {
 // not sway. When the first timed product runs below `give_up_below` FLOP/s
 // its rate is returned at once (a precision too slow to be chosen need not
 // be timed closely). Error when the device has no matrix product in that
-// dtype.
+// dtype. On a GPU each product is timed to its end (the device synchronized).
 double measure_gemm_flops(int64_t m, int64_t n, int64_t k, Precision precision, int min_repetitions = 5,
-                          double min_seconds = 0.25, double give_up_below = 0);
+                          double min_seconds = 0.25, double give_up_below = 0,
+                          c10::Device device = c10::Device(c10::DeviceType::CPU));
 
 // One rank's FLOP/s in each precision measured (0: not measured).
 struct MatrixRates {
@@ -42,7 +45,10 @@ using RateProbe = std::function<MatrixRates(const std::vector<Precision>& precis
 // Times the reference product in each of `precisions`, in order; a later
 // precision whose first product runs slower than the first precision's is
 // not timed further (see measure_gemm_flops).
-MatrixRates probe_reference_products(const std::vector<Precision>& precisions);
+MatrixRates probe_reference_products(const std::vector<Precision>& precisions,
+                                     c10::Device device = c10::Device(c10::DeviceType::CPU));
+// probe_reference_products on `device`.
+RateProbe reference_products_on(c10::Device device);
 
 // The run's rates, on `threads` threads, from `probe` (tests pass their
 // own). Collective over `world` (null: this process alone): the ranks of one
@@ -50,6 +56,6 @@ MatrixRates probe_reference_products(const std::vector<Precision>& precisions);
 // the cores it shares, and every rank returns the slowest rank's rate for
 // each precision, so that what is decided from them agrees everywhere.
 MatrixRates measure_matrix_rates(const std::vector<Precision>& precisions, int threads, ccl::Communicator* world,
-                                 const RateProbe& probe = probe_reference_products);
+                                 const RateProbe& probe = reference_products_on(c10::Device(c10::DeviceType::CPU)));
 
 }  // namespace giant::train

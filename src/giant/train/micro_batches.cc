@@ -4,13 +4,14 @@
 
 namespace giant::train {
 
-MicroBatches::MicroBatches(const RunConfig& config, data::Datasets datasets, int dp_rank)
+MicroBatches::MicroBatches(const RunConfig& config, data::Datasets datasets, int dp_rank, c10::Device device)
     : datasets_(std::move(datasets)),
       micro_batch_(config.layout.micro_batch),
       seq_len_(config.model.seq_len),
       global_batch_(config.train.global_batch),
       per_step_(config.layout.micro_batches(config.train.global_batch)),
-      rank_first_sample_(dp_rank * (config.train.global_batch / config.layout.dp)) {}
+      rank_first_sample_(dp_rank * (config.train.global_batch / config.layout.dp)),
+      device_(device) {}
 
 MicroBatch MicroBatches::load(const data::SampleSource& source, int64_t first) const {
   MicroBatch batch;
@@ -24,6 +25,7 @@ MicroBatch MicroBatches::load(const data::SampleSource& source, int64_t first) c
     std::copy(tokens.begin(), tokens.end() - 1, inputs + r * seq_len_);
     std::copy(tokens.begin() + 1, tokens.end(), targets + r * seq_len_);
   }
+  if (!device_.is_cpu()) batch = {batch.inputs.to(device_), batch.targets.to(device_)};
   return batch;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "giant/data/dataset.h"
 #include "giant/train/run_config.h"
@@ -21,8 +22,10 @@ struct MicroBatch {
 
 class MicroBatches {
  public:
-  // datasets: open_datasets' splits for this config's seq_len and seed.
-  MicroBatches(const RunConfig& config, data::Datasets datasets, int dp_rank);
+  // datasets: open_datasets' splits for this config's seq_len and seed;
+  // the batches are read on the host and moved to `device`.
+  MicroBatches(const RunConfig& config, data::Datasets datasets, int dp_rank,
+               c10::Device device = c10::Device(c10::DeviceType::CPU));
 
   int64_t per_step() const { return per_step_; }  // on this rank
   // A resumed run: step `step` starts at global sample `consumed_samples`
@@ -43,6 +46,7 @@ class MicroBatches {
   data::Datasets datasets_;
   int64_t micro_batch_, seq_len_, global_batch_, per_step_, rank_first_sample_;
   int64_t first_step_ = 0, first_step_sample_ = 0;
+  c10::Device device_;
 };
 
 }  // namespace giant::train

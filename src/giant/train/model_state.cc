@@ -2,10 +2,12 @@
 
 #include <torch/torch.h>
 
+#include "giant/base/error.h"
 #include "giant/parallel/data_parallel/gradient_reducer.h"
 #include "giant/parallel/data_parallel/parameter_prefetch.h"
 #include "giant/parallel/tensor_parallel/layers.h"
 #include "giant/train/precision_choice.h"
+#include "giant/train/run_device.h"
 #include "giant/train/run_report.h"
 #include "giant/train/sharded_model.h"
 
@@ -42,6 +44,10 @@ GradWireParts make_grad_wire(const RunConfig& c, ccl::Communicator* dp_comm, Pro
   if (dp_comm == nullptr || dp_comm->topology().num_hosts() == 1) {
     progress.line(setting + ": no data-parallel gradient crosses hosts here, so nothing is compressed");
     return {};
+  }
+  if (!run_device(c.train).is_cpu()) {
+    throw ConfigError("parallel.grad_wire", "compresses gradients in host memory, and this run's are on " +
+                                                c.train.device + "; use none there");
   }
   if (ccl::low_rank_of(wire) > 0) {
     progress.line(setting + ": data-parallel gradients cross hosts compressed (each matrix's average as a rank-" +
@@ -121,7 +127,7 @@ std::unique_ptr<ModelState> build_model_state(const RunConfig& config, const Run
   // Drawn in fp32 whatever the precision: the masters start from the exact
   // initialisation, the same in every precision and layout.
   const parallel::LayerList layers = run_layer_list(config);
-  s->model = build_stage_model(config, layers, topology.pp_rank(), topology.tp);
+  s->model = build_stage_model(config, layers, topology.pp_rank(), topology.tp, run_device(config.train));
   for (const auto& name : s->model.names) s->is_shard.push_back(parallel::is_tensor_parallel_shard(name));
   if (topology.pipelined) {
     for (const auto& line : describe_stages(config, layers, s->model.bounds)) progress.line(line);

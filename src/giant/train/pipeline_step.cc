@@ -9,6 +9,7 @@
 #include "giant/parallel/data_parallel/gradient_sync.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/train/precision_choice.h"
+#include "giant/train/run_device.h"
 
 namespace giant::train {
 
@@ -29,7 +30,8 @@ PipelineStepExecutor::PipelineStepExecutor(const RunConfig& config, StepParts pa
       stages_(std::move(stages)),
       chunks_(std::move(chunks)),
       tied_(std::move(tied)),
-      activation_options_(torch::TensorOptions().dtype(scalar_type_of(config.train.precision))),
+      activation_options_(
+          torch::TensorOptions().dtype(scalar_type_of(config.train.precision)).device(run_device(config.train))),
       micro_batch_(config.layout.micro_batch),
       seq_len_(config.model.seq_len),
       hidden_(config.model.hidden) {
@@ -118,7 +120,7 @@ NextLogits PipelineStepExecutor::next_logits(int64_t padded_vocab) {
   return [this, padded_vocab, forward_only](const at::Tensor& context) {
     at::Tensor logits = torch::zeros({padded_vocab}, torch::kFloat);
     parallel::PipelineStepFunctions functions;
-    functions.input = [&](int64_t) { return context; };
+    functions.input = [&](int64_t) { return context.to(activation_options_.device()); };
     functions.loss = [&](int64_t, const at::Tensor& output) {
       at::Tensor last = output.select(1, context.size(1) - 1)[0];
       if (parts_.tp.size > 1) last = parallel::gather_from_region(last, *parts_.tp.comm, 0);

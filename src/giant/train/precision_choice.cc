@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
+#include "giant/train/run_device.h"
 
 namespace giant::train {
 
@@ -17,10 +18,10 @@ c10::ScalarType scalar_type_of(Precision precision) {
   return c10::kFloat;
 }
 
-std::string unsupported_reason(Precision precision) {
+std::string unsupported_reason(Precision precision, c10::Device device) {
   if (precision == Precision::fp32) return "";
   torch::NoGradGuard no_grad;
-  const auto options = torch::TensorOptions().dtype(scalar_type_of(precision));
+  const auto options = torch::TensorOptions().dtype(scalar_type_of(precision)).device(device);
   const torch::Tensor x = torch::ones({4, 8}, options), w = torch::ones({8}, options);
   try {
     torch::mm(x, x.t());
@@ -32,7 +33,8 @@ std::string unsupported_reason(Precision precision) {
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
     if (const auto newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
-    return std::string(precision_name(precision)) + " is not available on this device (cpu): its libtorch (" +
+    return std::string(precision_name(precision)) + " is not available on this device (" + device.str() +
+           "): its libtorch (" +
            TORCH_VERSION + ") has no " + precision_name(precision) + " kernels for a GPT's layers there (" + what +
            ")";
   }
@@ -54,13 +56,13 @@ std::string format(const char* pattern, double value) {
 
 std::vector<Precision> precisions_to_measure(const TrainSettings& train) {
   if (!train.precision_auto) return {train.precision};
-  if (unsupported_reason(Precision::bf16).empty()) return {Precision::fp32, Precision::bf16};
+  if (unsupported_reason(Precision::bf16, run_device(train)).empty()) return {Precision::fp32, Precision::bf16};
   return {Precision::fp32};
 }
 
 void check_precision_runs(const TrainSettings& t) {
   if (t.precision_auto) return;  // what auto picks runs
-  if (const std::string reason = unsupported_reason(t.precision); !reason.empty()) {
+  if (const std::string reason = unsupported_reason(t.precision, run_device(t)); !reason.empty()) {
     throw ConfigError("train.precision", reason + "; use " + (t.precision == Precision::fp16 ? "bf16 or " : "") +
                                              "fp32");
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
 #include "giant/base/precision.h"
@@ -20,16 +21,17 @@ c10::ScalarType scalar_type_of(Precision precision);
 // fast as fp32's (the dtype conversions and fp32 statistics cost the rest).
 constexpr double kAutoBf16MinSpeedup = 1.5;
 
-// Empty when the host device runs a GPT's forward and backward kernels
-// (matrix product, layer norm, GELU, softmax) in `precision`; else why not,
-// in the user's terms.
-std::string unsupported_reason(Precision precision);
+// Empty when `device` runs a GPT's forward and backward kernels (matrix
+// product, layer norm, GELU, softmax) in `precision`; else why not, in the
+// user's terms.
+std::string unsupported_reason(Precision precision, c10::Device device = c10::Device(c10::DeviceType::CPU));
 
 // What `auto` picks from the two measured rates (FLOP/s).
 Precision choose_automatic_precision(double fp32_flops, double bf16_flops);
 
 // The precisions whose rates a run measures: train.precision, or for auto
-// fp32 and (where the device has its kernels) bf16.
+// fp32 and (where the device has its kernels) bf16. These and the two below
+// read the run's device: train.device resolved first (run_device.h).
 std::vector<Precision> precisions_to_measure(const TrainSettings& train);
 
 // Checks, before any work, that the device runs train.precision (when it is

@@ -9,6 +9,7 @@
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
 #include "giant/train/fault_injection.h"
+#include "giant/train/run_device.h"
 
 namespace giant::train {
 namespace {
@@ -67,6 +68,21 @@ RunKey fault_key() {
   key.read = [=](const Tunables& k, RunConfig& c) {
     c.train.fault = k.get_string(name);
     parse_fault(c.train.fault);  // a ConfigError naming the key
+  };
+  return key;
+}
+
+// train.device: its syntax is checked when read, the device at start-up.
+RunKey device_key() {
+  const std::string name = "train.device";
+  const std::string help =
+      "where the rank's tensors live and its kernels run: auto (cuda when the libtorch in use has CUDA and a "
+      "device is visible, else cpu), cpu, cuda (the device of the rank's local rank) or cuda:N";
+  RunKey key = described<RunConfig>(name, TunableKind::string, device_syntax(), help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_string(name, d.train.device, help); };
+  key.read = [=](const Tunables& k, RunConfig& c) {
+    c.train.device = k.get_string(name);
+    parse_device(c.train.device);  // a ConfigError naming the key
   };
   return key;
 }
@@ -229,6 +245,7 @@ void add_step_keys(std::vector<RunKey>& keys) {
   keys.push_back(integer("train.steps", in_train(&T::steps), at_least(1), "optimizer steps"));
   keys.push_back(integer("train.eval_batches", in_train(&T::eval_batches), at_least(1),
                          "micro-batches per evaluation"));
+  keys.push_back(device_key());
   keys.push_back(integer("train.threads", in_train(&T::threads), at_least(1), "intra-op threads per rank"));
   keys.push_back(integer("train.max_bad_steps", in_train(&T::max_bad_steps), at_least(1),
                          "stop after this many non-finite steps in a row"));

@@ -18,11 +18,11 @@ planner::StageBounds partition_stages(const RunConfig& config, const parallel::L
 }
 
 StageModel build_stage_model(const RunConfig& config, const parallel::LayerList& layers, int pp_rank,
-                             const parallel::TensorParallelGroup& tp) {
+                             const parallel::TensorParallelGroup& tp, c10::Device device) {
   StageModel model;
   const int pp = config.layout.pp;
   const auto seed = static_cast<uint64_t>(config.train.seed);
-  const auto options = torch::TensorOptions().dtype(torch::kFloat);
+  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(device);
   model.bounds = partition_stages(config, layers);
   for (int chunk = 0; chunk < config.layout.virtual_stages; ++chunk) {
     const int stage = chunk * pp + pp_rank;

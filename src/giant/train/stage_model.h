@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "giant/parallel/layer_list.h"
 #include "giant/planner/partition.h"
@@ -34,9 +35,11 @@ parallel::LayerList run_layer_list(const RunConfig& config);
 // parallel.partition or parallel.pp when it cannot be cut).
 planner::StageBounds partition_stages(const RunConfig& config, const parallel::LayerList& layers);
 
-// Builds the stages of pp rank `pp_rank` in fp32, seeded by train.seed.
+// Builds the stages of pp rank `pp_rank` in fp32 on `device`, seeded by
+// train.seed (drawn on the host: the same values on every device).
 StageModel build_stage_model(const RunConfig& config, const parallel::LayerList& layers, int pp_rank,
-                             const parallel::TensorParallelGroup& tp);
+                             const parallel::TensorParallelGroup& tp,
+                             c10::Device device = c10::Device(c10::DeviceType::CPU));
 
 // One line per stage: its rank, layers and parameter count (of the unsplit layers).
 std::vector<std::string> describe_stages(const RunConfig& config, const parallel::LayerList& layers,

@@ -32,6 +32,7 @@
 #include "giant/train/precision_choice.h"
 #include "giant/train/resume_check.h"
 #include "giant/train/run_checkpoints.h"
+#include "giant/train/run_device.h"
 #include "giant/train/run_outputs.h"
 #include "giant/train/run_report.h"
 #include "giant/train/run_topology.h"
@@ -124,11 +125,14 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   State& s = *state_;
   const RunConfig& c = s.config;
   check_layout(c, world ? world->size() : 1);
+  resolve_device(s.config.train, world ? world->topology().local_rank : 0);  // as giant train did, when it did
+  const c10::Device device = run_device(c.train);
   check_precision_runs(c.train);
   s.faults = FaultInjector(parse_fault(c.train.fault), world ? world->rank() : 0, c.train.restart);
   const bool precision_auto = c.train.precision_auto;
   s.rates = rates ? *rates
-                  : measure_matrix_rates(precisions_to_measure(c.train), static_cast<int>(c.train.threads), world.get());
+                  : measure_matrix_rates(precisions_to_measure(c.train), static_cast<int>(c.train.threads),
+                                         world.get(), reference_products_on(device));
   const std::string precision_line = resolve_precision(s.config, s.rates);
   if (precision_auto) s.progress.line(precision_line);
   check_memory_fits(s.config, world ? world->size() : 1);  // before anything is built
@@ -143,7 +147,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   const int dp_rank = world ? parallel::Mesh::coordinates_of(shape, world->rank()).dp : 0;
   data::DatasetOptions data_options{c.data.path, c.data.paths, c.data.val_fraction, c.model.seq_len,
                                     static_cast<uint64_t>(c.train.seed), c.model.vocab};
-  s.batches = std::make_unique<MicroBatches>(c, data::open_datasets(data_options, *s.tokenizer), dp_rank);
+  s.batches = std::make_unique<MicroBatches>(c, data::open_datasets(data_options, *s.tokenizer), dp_rank, device);
   s.outputs.open(c, config_toml);
 
   torch::set_num_threads(static_cast<int>(c.train.threads));

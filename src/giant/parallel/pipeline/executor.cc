@@ -11,6 +11,7 @@
 #include "giant/ccl/collectives.h"
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/work.h"
+#include "giant/parallel/tensor_collectives.h"
 
 namespace giant::parallel {
 
@@ -95,6 +96,7 @@ class StepRun {
     Received received;
     received.buffer = at::empty(activation_shape_, options_);
     ccl::RecvOptions options;
+    set_memory(options, received.buffer);
     options.buffer = received.buffer.data_ptr();
     options.nbytes = received.buffer.nbytes();
     options.peer = peer_rank(action);
@@ -198,6 +200,7 @@ class StepRun {
       if (!with_backward_) entries_.erase(found);
     }
     ccl::SendOptions options;
+    set_memory(options, sent.buffer);
     options.buffer = sent.buffer.data_ptr();
     options.nbytes = sent.buffer.nbytes();
     options.peer = peer_rank(action);

@@ -1,0 +1,86 @@
+#include "giant/train/run_device.h"
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include "giant/base/error.h"
+
+namespace giant::train {
+namespace {
+
+constexpr const char* kKey = "train.device";
+
+bool whole_number(const std::string& text) {
+  if (text.empty() || text.size() > 4) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+std::string cuda_name(int index) { return "cuda:" + std::to_string(index); }
+
+// The CUDA device a rank asking for `setting` gets; ConfigError when it has none.
+int cuda_index(const DeviceSetting& setting, const std::string& asked, int local_rank) {
+  if (!cuda_in_libtorch()) {
+    throw ConfigError(kKey, "is '" + asked + "', but this giant is built against a libtorch without CUDA (" +
+                                TORCH_VERSION + "); use cpu, or build against a CUDA libtorch (scripts/build-cuda)");
+  }
+  const int visible = static_cast<int>(torch::cuda::device_count());
+  if (visible == 0) {
+    throw ConfigError(kKey, "is '" + asked + "', but this process sees no CUDA device (check the driver and "
+                                              "CUDA_VISIBLE_DEVICES), or use cpu");
+  }
+  const int index = setting.index >= 0 ? setting.index : local_rank;
+  if (index < visible) return index;
+  const std::string seen = std::to_string(visible) + " CUDA device(s), " + cuda_name(0) +
+                           (visible > 1 ? " to " + cuda_name(visible - 1) : "");
+  if (setting.index >= 0) throw ConfigError(kKey, "is '" + asked + "', but this process sees " + seen);
+  throw ConfigError(kKey, "is '" + asked + "', which gives each rank the device of its local rank, but local rank " +
+                              std::to_string(local_rank) + " is past the " + seen +
+                              " this process sees; start at most one rank per device");
+}
+
+}  // namespace
+
+// Its CUDA library registers the CUDA device guard when it loads.
+bool cuda_in_libtorch() { return c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA); }
+
+const char* device_syntax() { return "auto, cpu, cuda or cuda:N"; }
+
+DeviceSetting parse_device(const std::string& text) {
+  if (text == "auto") return {DeviceSetting::Kind::automatic, -1};
+  if (text == "cpu") return {DeviceSetting::Kind::cpu, -1};
+  if (text == "cuda") return {DeviceSetting::Kind::cuda, -1};
+  const std::string prefix = "cuda:";
+  if (text.compare(0, prefix.size(), prefix) == 0 && whole_number(text.substr(prefix.size()))) {
+    return {DeviceSetting::Kind::cuda, std::stoi(text.substr(prefix.size()))};
+  }
+  throw ConfigError(kKey, std::string("must be ") + device_syntax() + ", got '" + text + "'");
+}
+
+std::string resolve_device(TrainSettings& train, int local_rank) {
+  const DeviceSetting setting = parse_device(train.device);
+  switch (setting.kind) {
+    case DeviceSetting::Kind::cpu: return "";
+    case DeviceSetting::Kind::cuda: train.device = cuda_name(cuda_index(setting, train.device, local_rank)); return "";
+    case DeviceSetting::Kind::automatic: break;
+  }
+  if (!cuda_in_libtorch() || torch::cuda::device_count() == 0) {
+    train.device = "cpu";
+    return "";
+  }
+  train.device = cuda_name(cuda_index(setting, "auto", local_rank));
+  return "train.device: " + train.device + " (auto: the device of local rank " + std::to_string(local_rank) + ")";
+}
+
+c10::Device run_device(const TrainSettings& train) {
+  const DeviceSetting setting = parse_device(train.device);
+  GIANT_CHECK(setting.kind == DeviceSetting::Kind::cpu || setting.index >= 0, "train.device '", train.device,
+              "' is not resolved (resolve_device first)");
+  if (setting.kind == DeviceSetting::Kind::cpu) return c10::Device(c10::DeviceType::CPU);
+  return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(setting.index));
+}
+
+}  // namespace giant::train
