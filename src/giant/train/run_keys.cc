@@ -57,34 +57,36 @@ RunKey compute_precision(const std::string& help) {
   return key;
 }
 
-// train.fault: a fault the tests inject, checked when read.
-RunKey fault_key() {
-  const std::string name = "train.fault";
-  const std::string help = std::string("a fault to inject, for tests: ") + fault_syntax() +
-                           " (PHASE: forward, backward, optimizer, checkpoint or evaluation; defaults rank=0, "
-                           "action=kill, restart=0); \"\" (the default): none";
-  RunKey key = described<RunConfig>(name, TunableKind::string, fault_syntax(), help);
-  key.define = [=](Tunables& k, const RunConfig& d) { k.define_string(name, d.train.fault, help); };
+// A train.* string key whose value `check` reads when the key is read (a
+// ConfigError naming the key for one it cannot use).
+template <class Check>
+RunKey checked_train_text(const std::string& name, std::string TrainSettings::*field, const std::string& values,
+                          const std::string& help, Check check) {
+  RunKey key = described<RunConfig>(name, TunableKind::string, values, help);
+  key.define = [=](Tunables& k, const RunConfig& d) { k.define_string(name, d.train.*field, help); };
   key.read = [=](const Tunables& k, RunConfig& c) {
-    c.train.fault = k.get_string(name);
-    parse_fault(c.train.fault);  // a ConfigError naming the key
+    c.train.*field = k.get_string(name);
+    check(c.train.*field);
   };
   return key;
 }
 
+// train.fault: a fault the tests inject, checked when read.
+RunKey fault_key() {
+  return checked_train_text("train.fault", &TrainSettings::fault, fault_syntax(),
+                            std::string("a fault to inject, for tests: ") + fault_syntax() +
+                                " (PHASE: forward, backward, optimizer, checkpoint or evaluation; defaults rank=0, "
+                                "action=kill, restart=0); \"\" (the default): none",
+                            [](const std::string& text) { parse_fault(text); });
+}
+
 // train.device: its syntax is checked when read, the device at start-up.
 RunKey device_key() {
-  const std::string name = "train.device";
-  const std::string help =
+  return checked_train_text(
+      "train.device", &TrainSettings::device, device_syntax(),
       "where the rank's tensors live and its kernels run: auto (cuda when the libtorch in use has CUDA and a "
-      "device is visible, else cpu), cpu, cuda (the device of the rank's local rank) or cuda:N";
-  RunKey key = described<RunConfig>(name, TunableKind::string, device_syntax(), help);
-  key.define = [=](Tunables& k, const RunConfig& d) { k.define_string(name, d.train.device, help); };
-  key.read = [=](const Tunables& k, RunConfig& c) {
-    c.train.device = k.get_string(name);
-    parse_device(c.train.device);  // a ConfigError naming the key
-  };
-  return key;
+      "device is visible, else cpu), cpu, cuda (the device of the rank's local rank) or cuda:N",
+      [](const std::string& text) { parse_device(text); });
 }
 
 // parallel.grad_wire: a wire format, or auto (the planner's choice under
