@@ -300,6 +300,56 @@ TEST(Faults, AbortWakesBlockedWaitersThreads) {
   }, test_config(kTimeout));
 }
 
+// What a rank waits on, read from another thread as a hang report does: the
+// operations issued and not finished, oldest first, with their kind, peer,
+// tag and size; nothing once they have finished.
+TEST(Faults, WaitingOperationsNameWhatARankWaitsOn) {
+  std::atomic<bool> reported{false};
+  std::vector<std::string> seen;
+  run_comm_threads(2, [&](Communicator& comm) {
+    std::vector<float> data(1 << 20, 1.0f);
+    std::vector<uint8_t> message(1024);
+    AllreduceOptions reduce;
+    reduce.input = reduce.output = data.data();
+    reduce.count = data.size();
+    if (comm.rank() == 0) {
+      std::thread watcher([&] {
+        Stopwatch watch;
+        while (seen.size() < 2 && watch.seconds() < 20) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          seen = comm.waiting_operations();
+        }
+        reported = true;
+      });
+      RecvOptions receive;
+      receive.buffer = message.data();
+      receive.nbytes = message.size();
+      receive.peer = 1;
+      receive.tag = 7;
+      const Work received = recv(comm, receive);
+      const Work reduced = allreduce(comm, reduce);
+      reduced.wait();
+      received.wait();
+      watcher.join();
+      EXPECT_TRUE(comm.waiting_operations().empty());
+    } else {
+      while (!reported) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      allreduce(comm, reduce).wait();
+      SendOptions send_options;
+      send_options.buffer = message.data();
+      send_options.nbytes = message.size();
+      send_options.peer = 0;
+      send_options.tag = 7;
+      send(comm, send_options).wait();
+    }
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0].find("recv from rank 1 "), std::string::npos) << seen[0];
+  EXPECT_NE(seen[0].find("nbytes=1024, tag=7), issued "), std::string::npos) << seen[0];
+  EXPECT_NE(seen[1].find("allreduce(count=1048576, dtype=f32, op=sum"), std::string::npos) << seen[1];
+  EXPECT_NE(seen[1].find(" s ago"), std::string::npos) << seen[1];
+}
+
 // Ranks issue one allreduce with different arguments; every rank must fail
 // with an error saying "mismatch" and naming both sides' values.
 void expect_mismatch_detected(const std::string& test, const std::function<void(int rank, AllreduceOptions&)>& vary,

@@ -142,6 +142,8 @@ struct FaultCase {
   const char* cause;      // how the launcher names the failure
   int resumed_from;       // the step of the checkpoint the restart resumes from
   int redone;             // the steps the failed attempt logged past it
+  const char* flags = "";  // more for the faulty run
+  const char* report = "";  // a line the failure writes besides the fault's own
 };
 
 class RestartAfterFault : public ::testing::TestWithParam<FaultCase> {};
@@ -153,11 +155,12 @@ TEST_P(RestartAfterFault, EndsBitIdenticalToARunNeverInterrupted) {
   ASSERT_EQ(run_launch(reference_dir.path(), run_args(reference_out, c.layout), 2), 0)
       << read_file(reference_dir.path() + "/launch.log");
   const std::string faulty = run_args(out, c.layout) + " --set ccl.timeout=5s --set train.fault=\\\"" + c.fault +
-                             "\\\"";
+                             "\\\" " + c.flags;
   ASSERT_EQ(run_launch(dir.path(), faulty, 2, "launch.log", "--max-restarts 1 --restart-backoff 0"), 0)
       << read_file(dir.path() + "/launch.log");
   const std::string log = read_file(dir.path() + "/launch.log");
   EXPECT_NE(log.find("giant train: train.fault: "), std::string::npos) << log;
+  EXPECT_NE(log.find(c.report), std::string::npos) << log;
   EXPECT_NE(log.find(std::string("giant launch: restart 1 of 1 after ") + c.cause), std::string::npos) << log;
   const std::string resumed = std::to_string(c.resumed_from);
   EXPECT_NE(log.find("resuming from " + out + "/checkpoints/step_0000000" + resumed + " at step " + resumed),
@@ -181,7 +184,12 @@ INSTANTIATE_TEST_SUITE_P(
                   "rank 1 was killed by signal 9", 4, 4},
         // A stage stopped in its optimizer step: the other times out naming it.
         FaultCase{"pp2_stopped_in_the_optimizer", "--set parallel.pp=2 --set parallel.schedule=1f1b",
-                  "optimizer@7,rank=1,action=stop", "rank 0 exited with code", 4, 2}),
+                  "optimizer@7,rank=1,action=stop", "rank 0 exited with code", 4, 2},
+        // A rank whose training thread never returns while its process lives
+        // (its engine answers the peers): the hang watchdog of one rank or
+        // the other reports, well inside ccl.timeout, and exits.
+        FaultCase{"dp2_hung_in_forward", "--set parallel.dp=2", "forward@6,rank=1,action=hang", "rank ", 4, 1,
+                  "--set train.hang_timeout=3", "made no progress for "}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -273,4 +273,6 @@ bool Communicator::failed() const {
   return device_backend_ && device_backend_->failed();
 }
 
+std::vector<std::string> Communicator::waiting_operations() const { return engine_->describe_waiting(); }
+
 }  // namespace giant::ccl

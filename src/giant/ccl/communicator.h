@@ -101,6 +101,10 @@ class Communicator {
   void abort(const std::string& reason);
   // True once an error has broken the communicator (any of its backends).
   bool failed() const;
+  // What this rank waits on here: its host operations issued and not yet
+  // finished, oldest first, each with how long ago it was issued (device
+  // operations are not listed). For the report of a rank that hangs.
+  std::vector<std::string> waiting_operations() const;
 
   // The backend that runs operations on `memory` (backend.h). The device
   // backend is made on first use, which is collective: every rank asks for

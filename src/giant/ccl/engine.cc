@@ -211,6 +211,7 @@ Work Engine::submit(std::unique_ptr<CollectiveOp> op) {
     }
     GIANT_CHECK(!stopping_, "communicator is shutting down");
     op->sequence = next_sequence_++;
+    track({op->work, op->desc, -1, false, std::chrono::steady_clock::now()});
     queue_.push_back(std::move(op));
   }
   wake();
@@ -239,12 +240,14 @@ bool Engine::try_inline(const OpDescriptor& desc, std::chrono::milliseconds time
     if (!queue_.empty() || running_ || inline_running_) return false;
     sequence = next_sequence_++;
     inline_running_ = true;
+    inline_op_ = Issued{{}, desc, -1, false, std::chrono::steady_clock::now()};
   }
   std::exception_ptr error = run_inline(sequence, desc, timeout, body);
   bool queued;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     inline_running_ = false;
+    inline_op_.reset();
     if (!inline_done_.empty() && inline_done_.back().second + 1 == sequence) inline_done_.back().second = sequence;
     else inline_done_.emplace_back(sequence, sequence);
     queued = !queue_.empty();
@@ -295,6 +298,7 @@ Work Engine::submit_p2p(bool is_send, int peer, uint32_t tag, void* data, size_t
     GIANT_CHECK(!stopping_, "communicator is shutting down");
     auto& counter = (is_send ? send_sequence_ : recv_sequence_)[{peer, tag}];
     r.key = {kP2PBit | tag, counter++};
+    track({op->work, r.desc, peer, is_send, std::chrono::steady_clock::now()});
     p2p_submitted_.push_back(std::move(op));
   }
   wake();

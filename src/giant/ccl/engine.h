@@ -4,6 +4,7 @@
 // and turns every fault into an error on every pending Work.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <list>
@@ -14,6 +15,7 @@
 #include <tuple>
 #include <utility>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -155,8 +157,24 @@ class Engine {
                   std::chrono::milliseconds timeout);
   void abort(const std::string& reason);
   bool failed() const;
+  // The operations issued here and not finished yet, oldest first, each as
+  // "allreduce(count=..., ...), issued 3.2 s ago" or "recv from rank 1
+  // (nbytes=..., tag=...), posted ...": what an issuing thread stuck in a
+  // wait is waiting on. Callable from any thread.
+  std::vector<std::string> describe_waiting() const;
 
  private:
+  // An operation issued and perhaps not finished, for describe_waiting.
+  struct Issued {
+    std::weak_ptr<WorkState> work;  // expired or done: finished
+    OpDescriptor desc;
+    int peer = -1;  // point-to-point: the peer; -1: a collective
+    bool is_send = false;
+    std::chrono::steady_clock::time_point at;
+  };
+  // Records an issued operation (mutex_ held); drops finished ones now and
+  // then, so the list stays as long as what is in flight.
+  void track(Issued issued);
   friend class OpContext;
   struct P2POp {
     Request request;
@@ -238,6 +256,9 @@ class Engine {
   std::map<std::pair<int, uint32_t>, uint64_t> send_sequence_, recv_sequence_;
   std::string abort_reason_;
   bool abort_requested_ = false;
+  std::vector<Issued> issued_;
+  size_t prune_at_ = 64;
+  std::optional<Issued> inline_op_;  // the operation an issuing thread runs inline, while it runs
   bool running_ = false;           // the engine thread runs a collective
   bool inline_running_ = false;    // an issuing thread runs one
   // Sequences that ran inline, as ranges [first, last], for the transport's

@@ -16,17 +16,6 @@ namespace {
 
 constexpr const char* kKey = "train.fault";
 
-const char* phase_name(FaultPhase phase) {
-  switch (phase) {
-    case FaultPhase::forward: return "forward";
-    case FaultPhase::backward: return "backward";
-    case FaultPhase::optimizer: return "optimizer";
-    case FaultPhase::checkpoint: return "checkpoint";
-    case FaultPhase::evaluation: return "evaluation";
-  }
-  return "unknown";
-}
-
 [[noreturn]] void refuse(const std::string& text, const std::string& why) {
   throw ConfigError(kKey, why + " in '" + text + "' (expected " + fault_syntax() + ")");
 }
@@ -53,12 +42,24 @@ FaultAction parse_action(const std::string& text, const std::string& word) {
   if (word == "kill") return FaultAction::kill;
   if (word == "stop") return FaultAction::stop;
   if (word == "exit") return FaultAction::exit;
-  refuse(text, "unknown action '" + word + "' (kill, stop or exit)");
+  if (word == "hang") return FaultAction::hang;
+  refuse(text, "unknown action '" + word + "' (kill, stop, exit or hang)");
 }
 
 }  // namespace
 
-const char* fault_syntax() { return "PHASE@STEP[,rank=R][,action=kill|stop|exit][,restart=K]"; }
+const char* phase_name(FaultPhase phase) {
+  switch (phase) {
+    case FaultPhase::forward: return "forward";
+    case FaultPhase::backward: return "backward";
+    case FaultPhase::optimizer: return "optimizer";
+    case FaultPhase::checkpoint: return "checkpoint";
+    case FaultPhase::evaluation: return "evaluation";
+  }
+  return "unknown";
+}
+
+const char* fault_syntax() { return "PHASE@STEP[,rank=R][,action=kill|stop|exit|hang][,restart=K]"; }
 
 std::optional<FaultSpec> parse_fault(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -85,13 +86,17 @@ FaultInjector::FaultInjector(const std::optional<FaultSpec>& spec, int rank, int
     : armed_(spec && spec->rank == rank && spec->restart == restart), spec_(spec.value_or(FaultSpec{})) {}
 
 void FaultInjector::fire() const {
-  static const char* const kHow[] = {"SIGKILL", "SIGSTOP", "exit status 1"};
+  static const char* const kHow[] = {"SIGKILL", "SIGSTOP", "exit status 1", "a hang"};
   std::cerr << "giant train: train.fault: " << kHow[static_cast<int>(spec_.action)] << " at the "
             << phase_name(spec_.phase) << " of step " << spec_.step << " on rank " << spec_.rank << std::endl;
   switch (spec_.action) {
     case FaultAction::kill: ::kill(::getpid(), SIGKILL); break;
     case FaultAction::stop: ::kill(::getpid(), SIGSTOP); break;
     case FaultAction::exit: std::_Exit(1);
+    case FaultAction::hang:
+      // The training thread waits forever while the process lives on (its
+      // engines answer their peers): only the hang watchdog ends it.
+      for (;;) ::pause();
   }
 }
 

@@ -12,7 +12,10 @@
 namespace giant::train {
 
 enum class FaultPhase { forward, backward, optimizer, checkpoint, evaluation };
-enum class FaultAction { kill, stop, exit };
+enum class FaultAction { kill, stop, exit, hang };  // hang: the training thread waits forever
+
+// "forward", "backward", ...
+const char* phase_name(FaultPhase phase);
 
 struct FaultSpec {
   FaultPhase phase = FaultPhase::forward;
@@ -24,7 +27,7 @@ struct FaultSpec {
 
 // What train.fault takes, for its help and errors.
 const char* fault_syntax();
-// "PHASE@STEP[,rank=R][,action=kill|stop|exit][,restart=K]"; empty: none.
+// "PHASE@STEP[,rank=R][,action=kill|stop|exit|hang][,restart=K]"; empty: none.
 // Anything else is a ConfigError naming train.fault.
 std::optional<FaultSpec> parse_fault(const std::string& text);
 
@@ -35,8 +38,8 @@ class FaultInjector {
   FaultInjector(const std::optional<FaultSpec>& spec, int rank, int64_t restart);
 
   // Called as each phase of step `step` (1-based) begins: fails this process
-  // there as the spec says (SIGKILL, SIGSTOP, or exit status 1), after a line
-  // on stderr saying so.
+  // there as the spec says (SIGKILL, SIGSTOP, exit status 1, or a training
+  // thread that never returns), after a line on stderr saying so.
   void at(FaultPhase phase, int64_t step) const {
     if (armed_ && phase == spec_.phase && step == spec_.step) fire();
   }

@@ -40,7 +40,7 @@ StepLoss LocalExecutor::train_step(int64_t step, double loss_scale, StepReport& 
     {
       RECORD_USER_SCOPE("giant::backward");
       Stopwatch watch;
-      if (m == 0 && parts_.faults) parts_.faults->at(FaultPhase::backward, step + 1);
+      if (m == 0 && parts_.phases) parts_.phases->begin(FaultPhase::backward, step + 1);
       if (parts_.reducer) parts_.reducer->begin_micro_batch(m + 1 == micro_batches);
       const double factor = loss_scale / static_cast<double>(micro_batches);
       (factor != 1.0 ? loss * factor : loss).backward();

@@ -66,7 +66,7 @@ StepLoss PipelineStepExecutor::train_step(int64_t step, double loss_scale, StepR
     return models::gpt_loss(logits, targets, parts_.tp);
   };
   functions.before_backward = [&](int stage, int64_t m) {
-    if (parts_.faults) parts_.faults->at(FaultPhase::backward, step + 1);  // the rank's first backward fires it
+    if (parts_.phases) parts_.phases->begin(FaultPhase::backward, step + 1);  // the rank's first backward fires it
     // Not m + 1 == M: GPipe's last backward is micro-batch 0's.
     if (parts_.reducer) parts_.reducer->begin_micro_batch(last_backward_.at(stage) == m);
   };

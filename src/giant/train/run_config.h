@@ -80,6 +80,9 @@ struct TrainSettings {
   // train.restart: which restart of a `giant launch --max-restarts` run this is.
   std::string fault;
   int64_t restart = 0;
+  // train.hang_timeout: seconds without a step's phase beginning before the
+  // rank reports where it is and exits (hang_watchdog.h); 0: automatic.
+  double hang_timeout = 0;
   // train.device: auto, cpu, cuda or cuda:N; "cpu" or "cuda:N" once
   // resolve_device (run_device.h) has settled it.
   std::string device = "auto";

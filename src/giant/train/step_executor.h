@@ -10,7 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "giant/parallel/layer_list.h"
-#include "giant/train/fault_injection.h"
+#include "giant/train/step_phases.h"
 #include "giant/train/micro_batches.h"
 #include "giant/train/progress.h"
 
@@ -35,7 +35,7 @@ struct StepParts {
   parallel::GradientSync* reducer = nullptr;       // null: the gradients stay in the parameters
   std::vector<at::Tensor> parameters;            // this rank's (zeroed when there is no reducer)
   CommClock* clock = nullptr;
-  const FaultInjector* faults = nullptr;  // train.fault's backward faults fire in the executor
+  StepPhases* phases = nullptr;  // the executor begins the backward phase (train.fault, the hang watchdog)
 };
 
 struct StepLoss {

@@ -22,6 +22,7 @@
 #include "giant/train/checkpoint_assembly.h"
 #include "giant/train/fault_injection.h"
 #include "giant/train/generate.h"
+#include "giant/train/hang_watchdog.h"
 #include "giant/train/local_executor.h"
 #include "giant/train/matmul_rate.h"
 #include "giant/train/memory_check.h"
@@ -60,6 +61,25 @@ void check_layout(const RunConfig& c, int world_size) {
   partition_stages(c, models::gpt_layer_list(c.model));  // no stage empty
 }
 
+namespace {
+
+// The communicators a hang report lists: the mesh's groups of more than
+// one rank.
+NamedCommunicators mesh_communicators(const parallel::Mesh* mesh) {
+  if (mesh == nullptr) return {};
+  NamedCommunicators all = {{"world", &mesh->world()}, {"dp", &mesh->dp()},
+                            {"pp", &mesh->pp()},       {"tp", &mesh->tp()},
+                            {"dp gradients", &mesh->dp_grads()}};
+  if (mesh->tied_embedding() != nullptr) all.emplace_back("tied embedding", mesh->tied_embedding());
+  NamedCommunicators shared;
+  for (const auto& named : all) {
+    if (named.second->size() > 1) shared.push_back(named);
+  }
+  return shared;
+}
+
+}  // namespace
+
 // One process's run, by responsibility: what it writes (outputs), where it
 // stands among the ranks (topology), the model and what updates it (the
 // model state), the data, the step executor and the checkpoints.
@@ -78,8 +98,9 @@ struct Trainer::State {
   PipelineStepExecutor* pipeline = nullptr;  // the executor, under pp
   std::unique_ptr<RunCheckpoints> checkpoints;
   ResumePoint resumed;  // start_step 0 and nothing else: a fresh run
-  FaultInjector faults;  // train.fault's, armed on the rank and restart it names
+  StepPhases phases;  // train.fault's injector, armed on the rank and restart it names
   MatrixRates rates;    // measured once at start-up: the precision choice's and MFU's
+  std::unique_ptr<HangWatchdog> watchdog;  // while the steps run; last, so it goes before what it reads
 
   State(RunConfig c, std::ostream& o, bool live, TrainHooks h, bool is_leader)
       : config(std::move(c)), outputs(o, live, is_leader), progress(outputs.progress), hooks(std::move(h)) {
@@ -128,7 +149,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   resolve_device(s.config.train, world ? world->topology().local_rank : 0);  // as giant train did, when it did
   const c10::Device device = run_device(c.train);
   check_precision_runs(c.train);
-  s.faults = FaultInjector(parse_fault(c.train.fault), world ? world->rank() : 0, c.train.restart);
+  s.phases.arm(FaultInjector(parse_fault(c.train.fault), world ? world->rank() : 0, c.train.restart));
   const bool precision_auto = c.train.precision_auto;
   s.rates = rates ? *rates
                   : measure_matrix_rates(precisions_to_measure(c.train), static_cast<int>(c.train.threads),
@@ -168,7 +189,7 @@ Trainer::Trainer(RunConfig config, std::string config_toml, std::ostream& out, b
   s.memory.watch({m.sync.get(), m.parameters(), m.optimizer.get(), m.masters.get()});
   s.build_executor();
   s.checkpoints = std::make_unique<RunCheckpoints>(
-      s.config, s.topology.mesh ? &s.topology.mesh->world() : nullptr, s.progress, s.faults);
+      s.config, s.topology.mesh ? &s.topology.mesh->world() : nullptr, s.progress, s.phases.faults());
   if (const auto chosen = s.checkpoints->choose_resume()) s.resumed = resume_from(s.checkpointed(), *chosen);
   std::optional<int64_t> resumed_step;
   if (s.resumed.train) resumed_step = s.resumed.start_step;
@@ -182,7 +203,7 @@ void Trainer::State::build_executor() {
   parts.reducer = model->sync.get();
   parts.parameters = model->parameters();
   parts.clock = &clock;
-  parts.faults = &faults;
+  parts.phases = &phases;
   if (!topology.pipelined) {
     executor = std::make_unique<LocalExecutor>(std::move(parts), model->model.chunks.front());
     return;
@@ -347,18 +368,19 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   const double loss_scale = m.loss_scaler ? report.loss_scale : 1.0;
   report.checkpoint_writing = checkpoints->in_flight();
   memory.begin_step();
-  faults.at(FaultPhase::forward, step + 1);
+  phases.begin(FaultPhase::forward, step + 1);
   const StepLoss accumulated = executor->train_step(step, loss_scale, report);
   if (hooks.after_backward) hooks.after_backward(step, m.gradients());
 
   Stopwatch optimizer_watch;
   report.loss = from_last_stage(topology.dp_mean(accumulated.loss));
-  faults.at(FaultPhase::optimizer, step + 1);
+  phases.begin(FaultPhase::optimizer, step + 1);
   const bool overflowed = update(step, report.loss, loss_scale, loop.step_guard, report);
   if (overflowed) ++loop.loss_scale_skips;
   report.optimizer_s = optimizer_watch.seconds();
   report.memory = memory.end_step();
   report.step_s = step_watch.seconds();
+  watchdog->step_took(report.step_s);
   if (loop.trace && step + 1 == t.trace_steps) {
     loop.trace.reset();  // writes the file
     progress.line("trace of the first " + std::to_string(t.trace_steps) + " steps: " +
@@ -370,12 +392,13 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   loop.reporter.step(report, accumulated.comm_wait_s, overflowed, m.loss_scaler ? m.loss_scaler->scale() : 0.0);
 
   if (step + 1 == t.steps || (t.eval_every > 0 && (step + 1) % t.eval_every == 0)) {
-    faults.at(FaultPhase::evaluation, step + 1);
+    phases.begin(FaultPhase::evaluation, step + 1);
     loop.summary.val_loss = evaluate();
     loop.reporter.evaluation(step + 1, report.loss, loop.summary.val_loss, loop.run_watch.seconds());
   }
   const bool saved = checkpoints->due(step + 1);
   if (saved) {
+    phases.mark(FaultPhase::checkpoint, step + 1);
     save_checkpoint(checkpointed(), loop.counters(step + 1));
   } else {
     checkpoints->poll();
@@ -384,7 +407,10 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   if (step + 1 < t.steps && (loop.summary.stop_signal = agreed_stop_signal()) != 0) {
     progress.line("stopping after step " + std::to_string(step + 1) + " (asked by signal " +
                   std::to_string(loop.summary.stop_signal) + "); saving a checkpoint to resume from");
-    if (!saved) save_checkpoint(checkpointed(), loop.counters(step + 1));
+    if (!saved) {
+      phases.mark(FaultPhase::checkpoint, step + 1);
+      save_checkpoint(checkpointed(), loop.counters(step + 1));
+    }
     return false;
   }
   return true;
@@ -408,9 +434,12 @@ TrainSummary Trainer::run() {
   State& s = *state_;
   const auto& t = s.config.train;
   const std::unique_ptr<State::Loop> loop = s.start_loop();
+  s.watchdog = std::make_unique<HangWatchdog>(t.hang_timeout, s.phases, mesh_communicators(s.topology.mesh.get()),
+                                              s.topology.world_rank());
   for (int64_t step = s.resumed.start_step; step < t.steps; ++step) {
     if (!s.run_step(step, *loop)) break;
   }
+  s.watchdog.reset();  // what follows (the sample) is no step
   if (s.resumed.start_step == t.steps) s.finish_done_run(*loop);
   s.checkpoints->finish();
   if (s.model->sync) s.model->sync->wait_parameters();
