@@ -5,8 +5,9 @@
 // pp=2 (1F1B), bf16 (dp=2, ZeRO 1), bf16 with dynamic loss scaling, and
 // dp=4 over two hosts with int8 gradient compression (ZeRO 2). And a rank
 // failed on purpose (train.fault: killed in backward, killed while writing
-// a checkpoint, stopped in the optimizer step) under `giant launch
-// --max-restarts 1` ends the same way with no one resuming it by hand.
+// a checkpoint, stopped in the optimizer step, hung; dp2, tp2, pp2, and dp2
+// x pp2 over two emulated hosts) under `giant launch --max-restarts 1` ends
+// the same way with no one resuming it by hand.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -144,6 +145,8 @@ struct FaultCase {
   int redone;             // the steps the failed attempt logged past it
   const char* flags = "";  // more for the faulty run
   const char* report = "";  // a line the failure writes besides the fault's own
+  int processes = 2;
+  const char* launch = "";  // giant launch's flags for both runs (the emulated hosts)
 };
 
 class RestartAfterFault : public ::testing::TestWithParam<FaultCase> {};
@@ -152,11 +155,14 @@ TEST_P(RestartAfterFault, EndsBitIdenticalToARunNeverInterrupted) {
   const FaultCase& c = GetParam();
   TempDir reference_dir("giant-fault-ref"), dir("giant-fault");
   const std::string reference_out = reference_dir.path() + "/out", out = dir.path() + "/out";
-  ASSERT_EQ(run_launch(reference_dir.path(), run_args(reference_out, c.layout), 2), 0)
+  ASSERT_EQ(run_launch(reference_dir.path(), run_args(reference_out, c.layout), c.processes, "launch.log", c.launch),
+            0)
       << read_file(reference_dir.path() + "/launch.log");
   const std::string faulty = run_args(out, c.layout) + " --set ccl.timeout=5s --set train.fault=\\\"" + c.fault +
                              "\\\" " + c.flags;
-  ASSERT_EQ(run_launch(dir.path(), faulty, 2, "launch.log", "--max-restarts 1 --restart-backoff 0"), 0)
+  ASSERT_EQ(run_launch(dir.path(), faulty, c.processes, "launch.log",
+                       std::string(c.launch) + " --max-restarts 1 --restart-backoff 0"),
+            0)
       << read_file(dir.path() + "/launch.log");
   const std::string log = read_file(dir.path() + "/launch.log");
   EXPECT_NE(log.find("giant train: train.fault: "), std::string::npos) << log;
@@ -189,7 +195,16 @@ INSTANTIATE_TEST_SUITE_P(
         // (its engine answers the peers): the hang watchdog of one rank or
         // the other reports, well inside ccl.timeout, and exits.
         FaultCase{"dp2_hung_in_forward", "--set parallel.dp=2", "forward@6,rank=1,action=hang", "rank ", 4, 1,
-                  "--set train.hang_timeout=3", "made no progress for "}),
+                  "--set train.hang_timeout=3", "made no progress for "},
+        FaultCase{"tp2_killed_in_forward", "--set parallel.tp=2", "forward@6,rank=1", "rank 1 was killed by signal 9",
+                  4, 1},
+        // dp2 x pp2 over two emulated hosts (giant launch --emulate, root): a
+        // rank of the second host killed, and one hung, in backward.
+        FaultCase{"dp2xpp2_two_hosts_killed_in_backward", "--set parallel.dp=2 --set parallel.pp=2",
+                  "backward@6,rank=2", "rank 2 was killed by signal 9", 4, 1, "", "", 4, "--emulate 2x2"},
+        FaultCase{"dp2xpp2_two_hosts_hung_in_backward", "--set parallel.dp=2 --set parallel.pp=2",
+                  "backward@6,rank=3,action=hang", "rank ", 4, 1, "--set train.hang_timeout=3",
+                  "made no progress for ", 4, "--emulate 2x2"}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
