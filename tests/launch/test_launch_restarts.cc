@@ -74,6 +74,45 @@ TEST(LaunchRestarts, WhenTheRestartsRunOutTheLaunchEndsWithTheLastFailure) {
   EXPECT_EQ(attempts_of(launch.dir(), 0).size(), 3u);
 }
 
+// Rank 0 records the step it reached (as giant train's rank 0 does in
+// GIANT_TRAIN_PROGRESS_FILE); a failure the same as the attempt before's
+// (whichever rank meets it first), at the same step, would only come back:
+// no restart follows it.
+TEST(LaunchRestarts, TheSameFailureAtTheSameStepTwiceEndsTheRestarts) {
+  LaunchProcess launch(kCli, concat({"--nproc", "2", "--max-restarts", "5", "--restart-backoff", "0", "--"},
+                                    sh(std::string(kCountAttempt) +
+                                       "if [ $GIANT_RANK = 0 ]; then echo 6 > $GIANT_TRAIN_PROGRESS_FILE; fi; "
+                                       "if [ $GIANT_RANK = $((N % 2)) ]; then "
+                                       "while [ ! -s $GIANT_TRAIN_PROGRESS_FILE ]; do sleep 0.01; done; exit 4; fi; "
+                                       "sleep 30")));
+  auto status = launch.wait(60);
+  ASSERT_TRUE(status.has_value()) << launch.err();
+  const std::string err = launch.err();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 4) << "status " << *status << "\n" << err;
+  EXPECT_EQ(count(err, "giant launch: restart "), 1u) << err;
+  EXPECT_NE(err.find("giant launch: rank 0 exited with code 4 at step 6 again, as in the attempt before: a restart "
+                     "would fail the same way, so none follows"),  // rank 1 failed first, then rank 0
+            std::string::npos)
+      << err;
+  EXPECT_EQ(attempts_of(launch.dir(), 0).size(), 2u);
+}
+
+// A failure that moves on (a later step each time) is restarted again.
+TEST(LaunchRestarts, AFailureAtALaterStepEachTimeIsRestartedAgain) {
+  LaunchProcess launch(kCli, concat({"--nproc", "2", "--max-restarts", "2", "--restart-backoff", "0", "--"},
+                                    sh(std::string(kCountAttempt) +
+                                       "if [ $GIANT_RANK = 0 ]; then echo $((5 + N)) > $GIANT_TRAIN_PROGRESS_FILE; "
+                                       "exit 4; fi; sleep 30")));
+  auto status = launch.wait(60);
+  ASSERT_TRUE(status.has_value()) << launch.err();
+  const std::string err = launch.err();
+  EXPECT_EQ(count(err, "giant launch: restart "), 2u) << err;
+  EXPECT_NE(err.find("giant launch: giving up after 2 restarts; the last failure: rank 0 exited with code 4"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(attempts_of(launch.dir(), 0).size(), 3u);
+}
+
 TEST(LaunchRestarts, ASignalToTheLauncherIsNeverFollowedByARestart) {
   LaunchProcess launch(kCli, concat({"--nproc", "2", "--max-restarts", "5", "--"},
                                     sh(std::string(kCountAttempt) + "echo $$ > $D/pid.$GIANT_RANK.tmp; "

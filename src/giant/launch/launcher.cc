@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <ostream>
 
 #include "giant/base/error.h"
@@ -15,6 +16,7 @@
 #include "giant/ccl/store.h"
 #include "giant/launch/lifeline.h"
 #include "giant/launch/rank_process.h"
+#include "giant/launch/repeated_failure.h"
 #include "giant/launch/secret_file.h"
 #include "giant/launch/signal_pipe.h"
 #include "giant/launch/supervisor.h"
@@ -266,6 +268,13 @@ int wait_backoff(double seconds, SignalPipe& signals) {
 // times, resuming from the latest checkpoint.
 int run_attempts(const LaunchOptions& options, const LaunchPlan& plan, SignalPipe& signals, std::ostream& log) {
   LaunchOptions attempt = options;
+  std::optional<RepeatedFailure> failures;
+  if (options.max_restarts > 0) {
+    failures.emplace(var_or(options.environment, "TMPDIR", "/tmp"));
+    std::map<std::string, std::string> vars = options.environment.vars();
+    vars["GIANT_TRAIN_PROGRESS_FILE"] = failures->step_file();
+    attempt.environment = ccl::Environment(std::move(vars));
+  }
   for (int restart = 1;; ++restart) {
     const Stopwatch attempt_time;
     const AttemptResult result = run_ranks(attempt, plan, signals, log);
@@ -278,6 +287,13 @@ int run_attempts(const LaunchOptions& options, const LaunchPlan& plan, SignalPip
       }
       return result.status;
     }
+    if (failures->repeats(result.failure)) {
+      log << "giant launch: " << result.failure << " at " << failures->where()
+          << " again, as in the attempt before: a restart would fail the same way, so none follows (the last "
+             "good checkpoint stays, for train.resume=auto once the cause is fixed)\n"
+          << std::flush;
+      return result.status;
+    }
     log << "giant launch: restart " << restart << " of " << options.max_restarts << " after " << result.failure
         << " (the attempt ran " << format_seconds(attempt_time.seconds()) << "); starting every rank again "
         << (options.restart_backoff_seconds > 0 ? "in " + format_seconds(options.restart_backoff_seconds) : "at once")
@@ -287,7 +303,7 @@ int run_attempts(const LaunchOptions& options, const LaunchPlan& plan, SignalPip
       log << "giant launch: got " << signal_name(signo) << " before the restart; not restarting\n" << std::flush;
       return 128 + signo;
     }
-    std::map<std::string, std::string> vars = options.environment.vars();
+    std::map<std::string, std::string> vars = attempt.environment.vars();
     vars["GIANT_TRAIN_RESUME"] = "auto";
     vars["GIANT_TRAIN_RESTART"] = std::to_string(restart);
     attempt.environment = ccl::Environment(std::move(vars));

@@ -83,6 +83,9 @@ struct TrainSettings {
   // train.hang_timeout: seconds without a step's phase beginning before the
   // rank reports where it is and exits (hang_watchdog.h); 0: automatic.
   double hang_timeout = 0;
+  // train.progress_file: a file world rank 0 rewrites with each step it
+  // begins (giant launch --max-restarts sets it); empty: none.
+  std::string progress_file;
   // train.device: auto, cpu, cuda or cuda:N; "cpu" or "cuda:N" once
   // resolve_device (run_device.h) has settled it.
   std::string device = "auto";

@@ -364,6 +364,9 @@ void add_data_and_checkpoint_keys(std::vector<RunKey>& keys) {
   keys.push_back(integer("train.restart", in_train(&TrainSettings::restart), not_negative(),
                          "which restart of a `giant launch --max-restarts` run this is (the launcher sets it)"));
   keys.push_back(fault_key());
+  keys.push_back(text("train.progress_file", in_train(&TrainSettings::progress_file), Empty::allowed,
+                      "a file rank 0 rewrites with each step it begins, so that `giant launch --max-restarts` "
+                      "tells a failure that comes back at the same step (the launcher sets it); \"\": none"));
   keys.push_back(real("train.hang_timeout", in_train(&TrainSettings::hang_timeout), not_negative_real("0: automatic"),
                       "seconds a rank may go without beginning a phase of a step (forward, backward, optimizer, "
                       "evaluation, checkpoint) before it reports where it is, with the ccl operations it waits on, "

@@ -368,6 +368,9 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   const double loss_scale = m.loss_scaler ? report.loss_scale : 1.0;
   report.checkpoint_writing = checkpoints->in_flight();
   memory.begin_step();
+  if (!t.progress_file.empty() && topology.world_rank() == 0) {
+    std::ofstream(t.progress_file, std::ios::trunc) << step + 1 << '\n';  // for giant launch (repeated_failure.h)
+  }
   phases.begin(FaultPhase::forward, step + 1);
   const StepLoss accumulated = executor->train_step(step, loss_scale, report);
   if (hooks.after_backward) hooks.after_backward(step, m.gradients());
