@@ -36,17 +36,9 @@ using giant::train::test::start_launch;
 using giant::train::test::TempDir;
 using giant::train::test::expect_same_state;
 
-const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
+using giant::train::test::small_checkpointed_run;
 
-// A small run at a constant learning rate, checkpointed every 4 steps.
-std::string run_args(const std::string& out, const std::string& layout) {
-  return "--set model.layers=4 --set model.hidden=32 --set model.heads=4 --set model.seq_len=16 "
-         "--set train.global_batch=8 --set train.micro_batch=2 --set train.steps=8 --set train.lr=3e-3 "
-         "--set train.min_lr=3e-3 --set train.warmup_steps=0 --set train.threads=1 --set train.eval_every=0 "
-         "--set train.eval_batches=1 --set train.sample_tokens=0 --set train.precision=fp32 --set ccl.timeout=20s "
-         "--set checkpoint.every=4 --set data.val_fraction=0.2 --set data.path=\\\"" + kData +
-         "\\\" --set train.out_dir=\\\"" + out + "\\\" " + layout;
-}
+std::string run_args(const std::string& out, const std::string& layout) { return small_checkpointed_run(out, layout); }
 
 // Starts the run, SIGKILLs its last rank once the step-4 checkpoint is
 // committed, and waits for the launch to end. When the run was quicker than

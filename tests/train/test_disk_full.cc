@@ -24,15 +24,10 @@ using giant::train::test::read_file;
 using giant::train::test::run_launch;
 using giant::train::test::TempDir;
 
-const std::string kData = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
-
+// dp = 2, checkpointed every 2 steps into `checkpoints`.
 std::string run_args(const std::string& out, const std::string& checkpoints) {
-  return "--set model.layers=4 --set model.hidden=32 --set model.heads=4 --set model.seq_len=16 "
-         "--set train.global_batch=8 --set train.micro_batch=2 --set train.steps=8 --set train.threads=1 "
-         "--set train.eval_every=0 --set train.eval_batches=1 --set train.sample_tokens=0 "
-         "--set train.precision=fp32 --set ccl.timeout=20s --set checkpoint.every=2 --set parallel.dp=2 "
-         "--set data.path=\\\"" + kData + "\\\" --set train.out_dir=\\\"" + out + "\\\" --set checkpoint.dir=\\\"" +
-         checkpoints + "\\\"";
+  return giant::train::test::small_checkpointed_run(
+      out, "--set parallel.dp=2 --set checkpoint.every=2 --set checkpoint.dir=\\\"" + checkpoints + "\\\"");
 }
 
 uint64_t folder_bytes(const fs::path& folder) {

@@ -14,6 +14,18 @@
 
 namespace giant::train::test {
 
+// `giant train` arguments for a small run of 8 steps at a constant learning
+// rate, checkpointed every 4 steps, its outputs in `out`, then `more`.
+inline std::string small_checkpointed_run(const std::string& out, const std::string& more = "") {
+  const std::string data = std::string(GIANT_SOURCE_DIR) + "/examples/data/kjv.txt";
+  return "--set model.layers=4 --set model.hidden=32 --set model.heads=4 --set model.seq_len=16 "
+         "--set train.global_batch=8 --set train.micro_batch=2 --set train.steps=8 --set train.lr=3e-3 "
+         "--set train.min_lr=3e-3 --set train.warmup_steps=0 --set train.threads=1 --set train.eval_every=0 "
+         "--set train.eval_batches=1 --set train.sample_tokens=0 --set train.precision=fp32 --set ccl.timeout=20s "
+         "--set checkpoint.every=4 --set data.val_fraction=0.2 --set data.path=\\\"" + data +
+         "\\\" --set train.out_dir=\\\"" + out + "\\\" " + more;
+}
+
 inline const std::string& giant_binary() {
   static const std::string path = std::string(GIANT_BINARY_DIR) + "/giant";
   return path;
