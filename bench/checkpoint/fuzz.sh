@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The checkpoint format's fuzzer at full length: at least 1e6 mutated inputs
 # per target (safetensors headers with their file sizes, manifests,
-# manifest fragments), under a 4 GiB address-space limit so that an
-# allocation from an unchecked length fails (bad_alloc is a failure) instead
-# of succeeding quietly. Prints the fuzzer's "fuzz target=... iterations=N
+# manifest fragments, Hugging Face config.json files), under a 4 GiB
+# address-space limit so that an allocation from an unchecked length fails
+# (bad_alloc is a failure) instead of succeeding quietly. Prints the fuzzer's "fuzz target=... iterations=N
 # failures=F seconds=S" lines; exits non-zero on any failure.
 #
 # usage: bench/checkpoint/fuzz.sh [BUILD_DIR] [--iterations 1000000] [--seed 1]

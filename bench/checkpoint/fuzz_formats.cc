@@ -1,11 +1,12 @@
 // giant_checkpoint_fuzz --iterations N --seed S [--target NAME]: feeds
-// mutated safetensors headers (with mutated file sizes), manifests and
-// manifest fragments to their parsers. Each input must either parse or be
-// a FormatError; anything else (another exception, bad_alloc from an
-// unchecked length, a crash) is a failure, reported with the input in hex.
-// What parses must also be self-consistent: a header's tensors in data
-// order, inside the data section and not overlapping; a manifest or
-// fragment written back parses again to the same text.
+// mutated safetensors headers (with mutated file sizes), manifests,
+// manifest fragments and Hugging Face config.json files to their parsers.
+// Each input must either parse or be a FormatError; anything else (another
+// exception, bad_alloc from an unchecked length, a crash) is a failure,
+// reported with the input in hex. What parses must also be self-consistent:
+// a header's tensors in data order, inside the data section and not
+// overlapping; a manifest, fragment or config written back parses again to
+// the same text.
 //
 // Prints one line per target (accepted: the inputs that parsed):
 //   fuzz target=NAME iterations=N failures=F seconds=S accepted=K
@@ -29,6 +30,7 @@
 #include <CLI/CLI.hpp>
 
 #include "giant/base/timer.h"
+#include "giant/checkpoint/hf_gpt2_config.h"
 #include "giant/checkpoint/manifest.h"
 #include "giant/checkpoint/safetensors.h"
 #include "mutator.h"
@@ -165,6 +167,38 @@ void check_fragment(const Input& input) {
   }
 }
 
+// Hugging Face GPT-2 config.json files: as Giant writes them, and one with
+// the fields HF adds that Giant ignores.
+std::vector<Input> hf_config_seeds() {
+  models::GptConfig small;
+  small.layers = 2;
+  small.hidden = 16;
+  small.heads = 2;
+  small.vocab = 50;
+  small.seq_len = 32;
+  const std::string written = hf_gpt2_config_json(small);
+  return {{written, 0},
+          {hf_gpt2_config_json(models::GptConfig{}), 0},
+          {R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 768, "n_head": 12,
+               "n_layer": 12, "n_positions": 1024, "n_ctx": 1024, "vocab_size": 50257, "activation_function":
+               "gelu_new", "layer_norm_epsilon": 1e-05, "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1,
+               "initializer_range": 0.02, "bos_token_id": 50256, "eos_token_id": 50256})",
+           0}};
+}
+
+// What parses writes back (hf_gpt2_config_json) to a config that parses to
+// the same model.
+void check_hf_config(const Input& input) {
+  const models::GptConfig model = parse_hf_gpt2_config(input.text, "fuzz/config.json");
+  const std::string text = hf_gpt2_config_json(model);
+  try {
+    require(hf_gpt2_config_json(parse_hf_gpt2_config(text, "rewritten")) == text,
+            "the config does not round-trip");
+  } catch (const FormatError& e) {
+    throw Inconsistent(std::string("the config written back does not parse: ") + e.what());
+  }
+}
+
 struct Target {
   std::string name;
   std::function<std::vector<Input>()> seeds;
@@ -243,8 +277,8 @@ int main(int argc, char** argv) {
   std::string which = "all";
   cli.add_option("--iterations", iterations, "mutated inputs per target")->check(CLI::PositiveNumber);
   cli.add_option("--seed", seed, "the mutations' random seed");
-  cli.add_option("--target", which, "safetensors_header, manifest, fragment or all")
-      ->check(CLI::IsMember({"safetensors_header", "manifest", "fragment", "all"}));
+  cli.add_option("--target", which, "safetensors_header, manifest, fragment, hf_config or all")
+      ->check(CLI::IsMember({"safetensors_header", "manifest", "fragment", "hf_config", "all"}));
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -255,6 +289,7 @@ int main(int argc, char** argv) {
       {"safetensors_header", safetensors_seeds, check_safetensors, true},
       {"manifest", manifest_seeds, check_manifest, false},
       {"fragment", fragment_seeds, check_fragment, false},
+      {"hf_config", hf_config_seeds, check_hf_config, false},
   };
   int failures = 0;
   for (const Target& target : targets) {

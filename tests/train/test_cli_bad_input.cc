@@ -97,7 +97,7 @@ TEST(CliBadInput, ResumeFromWhatIsNoCheckpointIsBadInput) {
 // The fault tests' hook (train.fault, from the environment as the tests
 // arm it) and the launcher's restart count refuse what they cannot use,
 // before any work.
-TEST(CliBadInput, AFaultToInjectOrARestartCountThatCannotBeUsedNamesTheKey) {
+TEST(CliBadInput, AFaultToInjectARestartCountOrAHangTimeoutThatCannotBeUsedNamesTheKey) {
   TempDir dir;
   const std::string run = "train" + kTinyRun + " --set train.out_dir=" + dir.path() + "/out";
   expect_bad_input(run, "'train.fault': unknown phase 'backwards'", "GIANT_TRAIN_FAULT=backwards@3");
@@ -105,6 +105,8 @@ TEST(CliBadInput, AFaultToInjectOrARestartCountThatCannotBeUsedNamesTheKey) {
   expect_bad_input(run, "'train.fault': STEP must be a whole number of at least 1", "GIANT_TRAIN_FAULT=forward@0");
   expect_bad_input(run, "'train.fault': no '@STEP' after the phase", "GIANT_TRAIN_FAULT=forward");
   expect_bad_input(run, "'train.restart': must not be negative", "GIANT_TRAIN_RESTART=-1");
+  expect_bad_input(run, "'train.hang_timeout': must be 0 (automatic) or at least 1 second", "GIANT_TRAIN_HANG_TIMEOUT=0.5");
+  expect_bad_input(run, "'train.hang_timeout': must be 0 (automatic) or at least 1 second", "GIANT_TRAIN_HANG_TIMEOUT=-3");
   EXPECT_FALSE(fs::exists(dir.path() + "/out"));
 }
 

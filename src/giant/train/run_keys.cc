@@ -367,7 +367,10 @@ void add_data_and_checkpoint_keys(std::vector<RunKey>& keys) {
   keys.push_back(text("train.progress_file", in_train(&TrainSettings::progress_file), Empty::allowed,
                       "a file rank 0 rewrites with each step it begins, so that `giant launch --max-restarts` "
                       "tells a failure that comes back at the same step (the launcher sets it); \"\": none"));
-  keys.push_back(real("train.hang_timeout", in_train(&TrainSettings::hang_timeout), not_negative_real("0: automatic"),
+  // Under a second a busy machine's scheduling alone would fire it.
+  const RealRule zero_or_a_second = {[](double v) { return v == 0 || (v >= 1 && std::isfinite(v)); },
+                                     "must be 0 (automatic) or at least 1 second", true, "0 or >= 1"};
+  keys.push_back(real("train.hang_timeout", in_train(&TrainSettings::hang_timeout), zero_or_a_second,
                       "seconds a rank may go without beginning a phase of a step (forward, backward, optimizer, "
                       "evaluation, checkpoint) before it reports where it is, with the ccl operations it waits on, "
                       "and exits with status 1 (0: ten times the slowest step so far, at least 300 s)"));
