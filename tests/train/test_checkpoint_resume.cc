@@ -196,7 +196,13 @@ INSTANTIATE_TEST_SUITE_P(
                   "backward@6,rank=2", "rank 2 was killed by signal 9", 4, 1, "", "", 4, "--emulate 2x2"},
         FaultCase{"dp2xpp2_two_hosts_hung_in_backward", "--set parallel.dp=2 --set parallel.pp=2",
                   "backward@6,rank=3,action=hang", "rank ", 4, 1, "--set train.hang_timeout=3",
-                  "made no progress for ", 4, "--emulate 2x2"}),
+                  "made no progress for ", 4, "--emulate 2x2"},
+        // The second host's link down for 8 s (ccl.timeout is 5 s) as rank 2
+        // begins its optimizer step: the ranks time out, and the restart
+        // finds the link back.
+        FaultCase{"dp2xpp2_two_hosts_link_down_in_the_optimizer", "--set parallel.dp=2 --set parallel.pp=2",
+                  "optimizer@6,rank=2,action=link_down,for=8", "rank ", 4, 1, "", "its host's link down", 4,
+                  "--emulate 2x2"}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "giant/base/error.h"
+#include "giant/base/shell.h"
 
 namespace giant::train {
 namespace {
@@ -43,7 +44,23 @@ FaultAction parse_action(const std::string& text, const std::string& word) {
   if (word == "stop") return FaultAction::stop;
   if (word == "exit") return FaultAction::exit;
   if (word == "hang") return FaultAction::hang;
-  refuse(text, "unknown action '" + word + "' (kill, stop, exit or hang)");
+  if (word == "link_down") return FaultAction::link_down;
+  refuse(text, "unknown action '" + word + "' (kill, stop, exit, hang or link_down)");
+}
+
+// Sets the emulated host's link (veth0 in the rank's network namespace)
+// down, and has a process of its own set it up again after `seconds`, so
+// that a restart finds it back even when this rank is gone by then.
+void take_link_down(int64_t seconds) {
+  const ShellResult down = run_shell(
+      "ip link set dev veth0 down && setsid -f sh -c 'sleep " + std::to_string(seconds) +
+      "; ip link set dev veth0 up' > /dev/null 2>&1 < /dev/null");
+  if (down.status != 0) {
+    std::cerr << "giant train: train.fault: action=link_down needs an emulated host (giant launch --emulate, "
+                 "as root): "
+              << down.output << std::endl;
+    std::_Exit(1);
+  }
 }
 
 }  // namespace
@@ -59,7 +76,9 @@ const char* phase_name(FaultPhase phase) {
   return "unknown";
 }
 
-const char* fault_syntax() { return "PHASE@STEP[,rank=R][,action=kill|stop|exit|hang][,restart=K]"; }
+const char* fault_syntax() {
+  return "PHASE@STEP[,rank=R][,action=kill|stop|exit|hang|link_down][,for=S][,restart=K]";
+}
 
 std::optional<FaultSpec> parse_fault(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -77,6 +96,7 @@ std::optional<FaultSpec> parse_fault(const std::string& text) {
     if (name == "rank") spec.rank = static_cast<int>(whole_number(text, "rank", value, 0));
     else if (name == "restart") spec.restart = whole_number(text, "restart", value, 0);
     else if (name == "action") spec.action = parse_action(text, value);
+    else if (name == "for") spec.seconds = whole_number(text, "for", value, 1);
     else refuse(text, "unknown field '" + parts[i] + "'");
   }
   return spec;
@@ -86,7 +106,7 @@ FaultInjector::FaultInjector(const std::optional<FaultSpec>& spec, int rank, int
     : armed_(spec && spec->rank == rank && spec->restart == restart), spec_(spec.value_or(FaultSpec{})) {}
 
 void FaultInjector::fire() const {
-  static const char* const kHow[] = {"SIGKILL", "SIGSTOP", "exit status 1", "a hang"};
+  static const char* const kHow[] = {"SIGKILL", "SIGSTOP", "exit status 1", "a hang", "its host's link down"};
   std::cerr << "giant train: train.fault: " << kHow[static_cast<int>(spec_.action)] << " at the "
             << phase_name(spec_.phase) << " of step " << spec_.step << " on rank " << spec_.rank << std::endl;
   switch (spec_.action) {
@@ -97,6 +117,7 @@ void FaultInjector::fire() const {
       // The training thread waits forever while the process lives on (its
       // engines answer their peers): only the hang watchdog ends it.
       for (;;) ::pause();
+    case FaultAction::link_down: take_link_down(spec_.seconds); break;
   }
 }
 

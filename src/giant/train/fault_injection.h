@@ -12,7 +12,9 @@
 namespace giant::train {
 
 enum class FaultPhase { forward, backward, optimizer, checkpoint, evaluation };
-enum class FaultAction { kill, stop, exit, hang };  // hang: the training thread waits forever
+// hang: the training thread waits forever; link_down: the rank's emulated
+// host loses its link (veth0) for FaultSpec::seconds, and the rank goes on.
+enum class FaultAction { kill, stop, exit, hang, link_down };
 
 // "forward", "backward", ...
 const char* phase_name(FaultPhase phase);
@@ -23,11 +25,12 @@ struct FaultSpec {
   int rank = 0;      // world rank
   FaultAction action = FaultAction::kill;
   int64_t restart = 0;  // the train.restart it fires in
+  int64_t seconds = 10;  // link_down: how long the link stays down
 };
 
 // What train.fault takes, for its help and errors.
 const char* fault_syntax();
-// "PHASE@STEP[,rank=R][,action=kill|stop|exit|hang][,restart=K]"; empty: none.
+// "PHASE@STEP[,rank=R][,action=kill|stop|exit|hang|link_down][,for=S][,restart=K]"; empty: none.
 // Anything else is a ConfigError naming train.fault.
 std::optional<FaultSpec> parse_fault(const std::string& text);
 
@@ -38,8 +41,9 @@ class FaultInjector {
   FaultInjector(const std::optional<FaultSpec>& spec, int rank, int64_t restart);
 
   // Called as each phase of step `step` (1-based) begins: fails this process
-  // there as the spec says (SIGKILL, SIGSTOP, exit status 1, or a training
-  // thread that never returns), after a line on stderr saying so.
+  // there as the spec says (SIGKILL, SIGSTOP, exit status 1, a training
+  // thread that never returns, or its host's link down for a while), after a
+  // line on stderr saying so.
   void at(FaultPhase phase, int64_t step) const {
     if (armed_ && phase == spec_.phase && step == spec_.step) fire();
   }

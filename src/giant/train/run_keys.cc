@@ -75,8 +75,9 @@ RunKey checked_train_text(const std::string& name, std::string TrainSettings::*f
 RunKey fault_key() {
   return checked_train_text("train.fault", &TrainSettings::fault, fault_syntax(),
                             std::string("a fault to inject, for tests: ") + fault_syntax() +
-                                " (PHASE: forward, backward, optimizer, checkpoint or evaluation; defaults rank=0, "
-                                "action=kill, restart=0); \"\" (the default): none",
+                                " (PHASE: forward, backward, optimizer, checkpoint or evaluation; link_down: the "
+                                "rank's emulated host loses its link for S seconds; defaults rank=0, action=kill, "
+                                "for=10, restart=0); \"\" (the default): none",
                             [](const std::string& text) { parse_fault(text); });
 }
 
