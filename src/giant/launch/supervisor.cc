@@ -129,6 +129,11 @@ void Supervisor::begin_stop() {
   if (stopping_) return;
   stopping_ = true;
   signal_running(SIGTERM);
+  // A stopped rank (SIGSTOP, a debugger's) takes SIGTERM only once it runs:
+  // woken, it ends now instead of after the grace.
+  for (auto& rank : ranks_) {
+    if (rank->running) ::kill(-rank->group, SIGCONT);
+  }
   kill_at_ = Deadline::after_seconds(grace_seconds_);
 }
 
