@@ -164,6 +164,26 @@ TEST(Launch, ARankThatIgnoresSigtermIsKilledAfterTheGrace) {
   EXPECT_TRUE(alive_after(recorded_pids(launch.dir(), 2, true), 2).empty()) << "processes left behind";
 }
 
+// A rank stopped by SIGSTOP takes no SIGTERM until it runs again: the
+// launcher wakes it, so it ends at once instead of after the (long) grace.
+TEST(Launch, AStoppedRankIsWokenToEndWithoutWaitingOutTheGrace) {
+  auto start = Clock::now();
+  LaunchProcess launch(
+      kCli, concat({"--nproc", "2", "--timeout-grace", "60", "--"},
+                   sh(std::string(kSleeper) +
+                      // Rank 1 fails once rank 0's shell is stopped (state T).
+                      "if [ $GIANT_RANK = 1 ]; then while [ ! -e $D/pid.0 ] || "
+                      "[ \"$(cut -d' ' -f3 /proc/$(cat $D/pid.0)/stat)\" != T ]; do sleep 0.01; done; exit 6; fi; "
+                      "kill -STOP $$; wait")));
+  auto status = launch.wait(30);
+  ASSERT_TRUE(status.has_value()) << "the launch did not end in 30 s\n" << launch.err();
+  EXPECT_LT(seconds_since(start), 10.0) << "the stopped rank waited out the grace\n" << launch.err();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 6) << *status << "\n" << launch.err();
+  EXPECT_NE(launch.err().find("was killed by signal 15 (SIGTERM) (the launcher sent it SIGTERM)"), std::string::npos)
+      << launch.err();
+  EXPECT_TRUE(alive_after(recorded_pids(launch.dir(), 2, true), 2).empty()) << "processes left behind";
+}
+
 TEST(Launch, ASecondSignalKillsTheRanksAtOnce) {
   LaunchProcess launch(kCli, concat({"--nproc", "2", "--timeout-grace", "60", "--"},
                                     sh("trap '' INT TERM; " + std::string(kSleeper) + "while true; do sleep 0.05; done")));
