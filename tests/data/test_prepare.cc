@@ -146,6 +146,8 @@ TEST(Prepare, BadJsonLinesAreNamedByFileAndLineAndLeaveNoOutput) {
       {"{\"text\": null}", "bad.jsonl:2: 'text' is null, not a string"},
       {"{\"text\": [\"a\"]}", "bad.jsonl:2: 'text' is an array, not a string"},
       {"{\"text\": \"unterminated}", "bad.jsonl:2: not valid JSON"},
+      // A number past every type's range (as the vocabulary fuzzer found in vocab.json).
+      {"{\"text\": \"x\", \"score\": 1e999}", "bad.jsonl:2: not valid JSON"},
       {"\"just a string\"", "bad.jsonl:2: a string, not an object"},
   };
   write_file(folder / "good.txt", "fine\n");

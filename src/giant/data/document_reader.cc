@@ -122,6 +122,8 @@ std::string document_text(Record&& record, InputFormat format, const std::string
     value = nlohmann::json::parse(record.bytes);
   } catch (const nlohmann::json::parse_error& e) {
     throw FormatError(where + "not valid JSON (at byte " + std::to_string(e.byte) + " of the line)");
+  } catch (const nlohmann::json::exception& e) {  // a number past any type's range (1e999)
+    throw FormatError(where + "not valid JSON (" + e.what() + ")");
   }
   if (!value.is_object()) {
     throw FormatError(where + type_with_article(value) + ", not an object with a '" + json_key + "' string");

@@ -48,7 +48,7 @@ void read_vocab(const std::string& path, Gpt2Vocabulary* vocabulary,
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(read_whole(path));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number past any type's range
     fail(path, std::string("not valid JSON: ") + e.what());
   }
   if (!json.is_object() || json.empty()) fail(path, "expected a JSON object of token -> id, found " + std::string(json.type_name()));
