@@ -24,12 +24,11 @@
 #include <typeinfo>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
 #include "giant/data/index_format.h"
 #include "giant/data/indexed_dataset.h"
+#include "fuzz_main.h"
 #include "mutator.h"  // bench/checkpoint's byte mutations, hex dump and hostile sizes
 
 namespace giant::data::fuzz {
@@ -237,16 +236,7 @@ int run(int64_t iterations, uint64_t seed) {
 }  // namespace giant::data::fuzz
 
 int main(int argc, char** argv) {
-  CLI::App cli("Fuzzes the Megatron index parser (.idx bytes with .bin sizes).", "giant_data_fuzz");
-  int64_t iterations = 100000;
-  uint64_t seed = 1;
-  cli.add_option("--iterations", iterations, "mutated inputs")->check(CLI::PositiveNumber);
-  cli.add_option("--seed", seed, "the mutations' random seed");
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = cli.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  return giant::data::fuzz::run(iterations, seed) == 0 ? 0 : 1;
+  return giant::checkpoint::fuzz::fuzz_main(
+      argc, argv, "Fuzzes the Megatron index parser (.idx bytes with .bin sizes).", "giant_data_fuzz",
+      giant::data::fuzz::run);
 }

@@ -18,12 +18,11 @@
 #include <typeinfo>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
 #include "giant/data/byte_unicode.h"
 #include "giant/data/gpt2_vocabulary.h"
+#include "fuzz_main.h"
 #include "mutator.h"
 
 namespace giant::data::fuzz {
@@ -113,16 +112,7 @@ int run(int64_t iterations, uint64_t seed) {
 }  // namespace giant::data::fuzz
 
 int main(int argc, char** argv) {
-  CLI::App cli("Fuzzes the GPT-2 vocabulary loader (vocab.json and merges.txt).", "giant_vocabulary_fuzz");
-  int64_t iterations = 100000;
-  uint64_t seed = 1;
-  cli.add_option("--iterations", iterations, "mutated inputs")->check(CLI::PositiveNumber);
-  cli.add_option("--seed", seed, "the mutations' random seed");
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = cli.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  return giant::data::fuzz::run(iterations, seed) == 0 ? 0 : 1;
+  return giant::checkpoint::fuzz::fuzz_main(
+      argc, argv, "Fuzzes the GPT-2 vocabulary loader (vocab.json and merges.txt).", "giant_vocabulary_fuzz",
+      giant::data::fuzz::run);
 }
