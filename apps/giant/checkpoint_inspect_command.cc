@@ -16,6 +16,7 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "giant/base/timer.h"
+#include "giant/base/units.h"
 #include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/checkpoint/manifest.h"
 
@@ -50,12 +51,6 @@ int64_t tensor_bytes(const checkpoint::TensorEntry& tensor) {
   int64_t elements = 1;
   for (const int64_t d : tensor.shape) elements *= d;
   return elements * static_cast<int64_t>(checkpoint::dtype_size(tensor.dtype));
-}
-
-std::string fixed(double value, int digits) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(digits) << value;
-  return text.str();
 }
 
 // Three decimals, or three significant digits below 0.1 (a small test

@@ -107,6 +107,12 @@ double parse_seconds(const std::string& text) {
   return value * scale;
 }
 
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
 std::string format_seconds(double seconds) {
   char buf[32];
   double a = std::fabs(seconds);

@@ -30,4 +30,7 @@ double parse_seconds(const std::string& text);
 // "12.3 ms", "4.56 s", "850 us".
 std::string format_seconds(double seconds);
 
+// `value` with `digits` decimals (printf's "%.*f"): "3.0", "0.125".
+std::string fixed(double value, int digits);
+
 }  // namespace giant

@@ -1,9 +1,9 @@
 // What the threads that issued operations on an engine wait on: the
 // operations issued and not finished, for a hang report.
 #include <algorithm>
-#include <cstdio>
 #include <string>
 
+#include "giant/base/units.h"
 #include "giant/ccl/engine.h"
 
 namespace giant::ccl::detail {
@@ -17,10 +17,7 @@ bool finished(const std::weak_ptr<WorkState>& work) {
 }
 
 std::string seconds_since(std::chrono::steady_clock::time_point at) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count());
-  return text;
+  return fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count(), 1) + " s";
 }
 
 }  // namespace

@@ -37,8 +37,8 @@ at::Tensor allgather(const at::Tensor& tensor, ccl::Communicator& comm, int64_t 
 // Asynchronous in-place allreduce of contiguous memory ccl reaches; the
 // tensor must stay alive and untouched until the Work completes.
 ccl::Work allreduce_async(const at::Tensor& tensor, ccl::Communicator& comm, ccl::ReduceOp op);
-// Asynchronous, in place on a flat contiguous host tensor of comm.size()
-// equal blocks, block r being rank r's (ZeRO's shards): reduce_scatter
+// Asynchronous, in place on a flat contiguous tensor ccl reaches, of
+// comm.size() equal blocks, block r being rank r's (ZeRO's shards): reduce_scatter
 // leaves the reduction of this rank's block in it (the other blocks keep
 // this rank's input); allgather fills every other block with its owner's.
 ccl::Work reduce_scatter_blocks_async(const at::Tensor& flat, ccl::Communicator& comm, ccl::ReduceOp op);

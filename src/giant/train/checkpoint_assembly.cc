@@ -1,6 +1,7 @@
 #include "giant/train/checkpoint_assembly.h"
 
 #include "giant/base/timer.h"
+#include "giant/base/units.h"
 #include "giant/checkpoint/loader.h"
 #include "giant/parallel/tensor_parallel/layers.h"
 #include "giant/train/resume_check.h"

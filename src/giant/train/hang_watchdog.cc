@@ -2,20 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
+#include "giant/base/units.h"
 #include "giant/ccl/communicator.h"
 
 namespace giant::train {
 namespace {
 
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", s);
-  return text;
-}
+std::string seconds(double s) { return fixed(s, 1) + " s"; }
 
 void report_and_exit(const std::string& report) {
   std::cerr << report << std::flush;

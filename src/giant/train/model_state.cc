@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "giant/base/error.h"
+#include "giant/base/units.h"
 #include "giant/parallel/data_parallel/gradient_reducer.h"
 #include "giant/parallel/data_parallel/parameter_prefetch.h"
 #include "giant/parallel/tensor_parallel/layers.h"

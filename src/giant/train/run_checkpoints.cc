@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "giant/base/error.h"
+#include "giant/base/units.h"
 #include "giant/ccl/communicator.h"
 #include "giant/checkpoint/loader.h"
 #include "giant/parallel/tensor_collectives.h"

@@ -1,16 +1,10 @@
 #include "giant/train/run_report.h"
 
-#include <cstdio>
 
 #include "giant/base/statistics.h"
+#include "giant/base/units.h"
 
 namespace giant::train {
-
-std::string fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
 
 void RunReporter::step(const StepReport& report, double comm_wait_s, bool overflowed, double scale_after) {
   progress_.step(report);

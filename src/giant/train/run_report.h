@@ -40,6 +40,4 @@ class RunReporter {
   MemoryUse memory_peak_;
 };
 
-std::string fixed(double value, int digits);
-
 }  // namespace giant::train

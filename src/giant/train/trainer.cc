@@ -12,6 +12,7 @@
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
 #include "giant/base/timer.h"
+#include "giant/base/units.h"
 #include "giant/base/utf8.h"
 #include "giant/ccl/communicator.h"
 #include "giant/data/tokenizer.h"
@@ -136,6 +137,8 @@ struct Trainer::State {
   // One step: forward, backward, update, report, evaluation, checkpoint;
   // false when a stop signal ends the run after it.
   bool run_step(int64_t step, Loop& loop);
+  // Saves the checkpoint of step `step`, as the hang watchdog's checkpoint phase.
+  void save_step(int64_t step, Loop& loop);
   void finish_done_run(Loop& loop);
 };
 
@@ -401,8 +404,7 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   }
   const bool saved = checkpoints->due(step + 1);
   if (saved) {
-    phases.mark(FaultPhase::checkpoint, step + 1);
-    save_checkpoint(checkpointed(), loop.counters(step + 1));
+    save_step(step + 1, loop);
   } else {
     checkpoints->poll();
   }
@@ -410,13 +412,15 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   if (step + 1 < t.steps && (loop.summary.stop_signal = agreed_stop_signal()) != 0) {
     progress.line("stopping after step " + std::to_string(step + 1) + " (asked by signal " +
                   std::to_string(loop.summary.stop_signal) + "); saving a checkpoint to resume from");
-    if (!saved) {
-      phases.mark(FaultPhase::checkpoint, step + 1);
-      save_checkpoint(checkpointed(), loop.counters(step + 1));
-    }
+    if (!saved) save_step(step + 1, loop);
     return false;
   }
   return true;
+}
+
+void Trainer::State::save_step(int64_t step, Loop& loop) {
+  phases.mark(FaultPhase::checkpoint, step);
+  save_checkpoint(checkpointed(), loop.counters(step));
 }
 
 // A run resumed from a checkpoint that had done every step: evaluates, and
