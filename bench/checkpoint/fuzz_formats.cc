@@ -1,4 +1,5 @@
-// giant_checkpoint_fuzz --iterations N --seed S [--target NAME]: feeds
+// giant_checkpoint_fuzz [--iterations N] [--seconds S] [--seed S] [--target
+// NAME]: feeds
 // mutated safetensors headers (with mutated file sizes), manifests,
 // manifest fragments and Hugging Face config.json files to their parsers.
 // Each input must either parse or be a FormatError; anything else (another
@@ -8,13 +9,12 @@
 // overlapping; a manifest, fragment or config written back parses again to
 // the same text.
 //
-// Prints one line per target (accepted: the inputs that parsed):
-//   fuzz target=NAME iterations=N failures=F seconds=S accepted=K
-// and exits 1 on the first failure, 2 on bad flags.
+// The command line and output are bench/fuzz's (fuzz_driver.h).
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -24,18 +24,19 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
-#include "giant/base/timer.h"
 #include "giant/checkpoint/hf_gpt2_config.h"
 #include "giant/checkpoint/manifest.h"
 #include "giant/checkpoint/safetensors.h"
-#include "mutator.h"
+#include "fuzz_driver.h"
 
 namespace giant::checkpoint::fuzz {
+using giant::fuzz::Inconsistent;
+using giant::fuzz::Mutator;
+using giant::fuzz::Target;
+using giant::fuzz::Verdict;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -43,12 +44,6 @@ namespace fs = std::filesystem;
 struct Input {
   std::string text;
   uint64_t file_size = 0;  // safetensors only: the size of the file the header claims to be in
-};
-
-// A violated expectation about something that parsed.
-class Inconsistent : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 void require(bool condition, const std::string& what) {
@@ -189,101 +184,69 @@ void check_hf_config(const Input& input) {
   check_round_trip(input, "config.json", parse_hf_gpt2_config, hf_gpt2_config_json);
 }
 
-struct Target {
-  std::string name;
-  std::function<std::vector<Input>()> seeds;
-  std::function<void(const Input&)> check;
-  bool has_file_size = false;
-};
-
-void report_failure(const Target& target, const Input& input, const std::string& what) {
-  std::cout << "failure: target=" << target.name << ": " << what << "\n"
-            << "input (" << input.text.size() << " bytes";
-  if (target.has_file_size) std::cout << ", file size " << input.file_size;
-  std::cout << "):\n" << hex_dump(input.text);
+// The safetensors target's inputs as the driver's strings: the file's size
+// (8 bytes), then the header.
+std::string encode_sized(const Input& input) {
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data(), &input.file_size, 8);
+  return bytes + input.text;
 }
 
-// Runs one target; the number of failures (0 or 1: it stops at the first).
-int run_target(const Target& target, int64_t iterations, uint64_t seed) {
-  Mutator mutator(seed ^ std::hash<std::string>{}(target.name));
-  const std::vector<Input> seeds = target.seeds();
+Input decode_sized(const std::string& bytes) {
+  if (bytes.size() < 8) return {bytes, 0};
+  Input input{bytes.substr(8), 0};
+  std::memcpy(&input.file_size, bytes.data(), 8);
+  return input;
+}
+
+// A new header, and mostly the parent's data section behind it, so that a
+// header that still parses meets a file it could describe.
+std::string mutate_sized(Mutator& mutator, const std::string& parent_bytes, const std::vector<std::string>& seeds) {
+  const Input parent = decode_sized(parent_bytes);
   std::vector<std::string> seed_texts;
-  for (const auto& s : seeds) seed_texts.push_back(s.text);
-  std::vector<Input> pool = seeds;  // seeds and mutants that parsed: later mutations build on them
-  constexpr size_t kPoolSize = 256;
-  // Mutants that grew past this stay out of the pool: duplicated members
-  // would otherwise compound into ever larger, ever slower inputs.
-  size_t max_pool_input = 0;
-  for (const auto& s : seeds) max_pool_input = std::max(max_pool_input, 4 * s.text.size());
-  const Stopwatch clock;
-  int64_t done = 0, accepted = 0;
-  int failures = 0;
-  for (; done < iterations && failures == 0; ++done) {
-    const Input& parent = pool[mutator.below(pool.size())];
-    Input input{mutator.mutate(parent.text, seed_texts), parent.file_size};
-    if (target.has_file_size) {
-      // Mostly the parent's data section behind the new header, so that a
-      // header that still parses meets a file it could describe.
-      const uint64_t parent_data = parent.file_size - std::min<uint64_t>(parent.file_size, 8 + parent.text.size());
-      input.file_size = 8 + input.text.size() + parent_data;
-      if (mutator.below(4) == 0) input.file_size = mutator.mutate_size(input.file_size);
-    }
-    try {
-      target.check(input);
-      ++accepted;
-      if (input.text.size() > max_pool_input) continue;
-      if (pool.size() < kPoolSize) {
-        pool.push_back(std::move(input));
-      } else {
-        pool[seeds.size() + mutator.below(kPoolSize - seeds.size())] = std::move(input);
-      }
-    } catch (const FormatError&) {
-      // The expected answer to a bad input.
-    } catch (const Inconsistent& e) {
-      report_failure(target, input, std::string("accepted but inconsistent: ") + e.what());
-      ++failures;
-    } catch (const std::exception& e) {
-      report_failure(target, input, std::string("not a FormatError (") + typeid(e).name() + "): " + e.what());
-      ++failures;
-    } catch (...) {
-      report_failure(target, input, "an exception that is not a std::exception");
-      ++failures;
-    }
-  }
-  std::cout << "fuzz target=" << target.name << " iterations=" << done << " failures=" << failures
-            << " seconds=" << clock.seconds() << " accepted=" << accepted << std::endl;
-  return failures;
+  for (const std::string& s : seeds) seed_texts.push_back(decode_sized(s).text);
+  Input input{mutator.mutate(parent.text, seed_texts), 0};
+  const uint64_t parent_data = parent.file_size - std::min<uint64_t>(parent.file_size, 8 + parent.text.size());
+  input.file_size = 8 + input.text.size() + parent_data;
+  if (mutator.below(4) == 0) input.file_size = mutator.mutate_size(input.file_size);
+  return encode_sized(input);
+}
+
+// A parser's check as a fuzz target: FormatError is the expected answer to a bad input.
+Target target_of(std::string name, const std::vector<Input>& seeds, std::function<void(const Input&)> check,
+                 bool sized) {
+  std::vector<std::string> seed_bytes;
+  for (const Input& s : seeds) seed_bytes.push_back(sized ? encode_sized(s) : s.text);
+  Target target{std::move(name), seed_bytes, [check, sized](const std::string& bytes) {
+                  try {
+                    check(sized ? decode_sized(bytes) : Input{bytes, 0});
+                    return Verdict::accepted;
+                  } catch (const FormatError&) {
+                    return Verdict::refused;
+                  }
+                }};
+  if (sized) target.mutate = mutate_sized;
+  // Duplicated members would otherwise compound into ever larger, ever slower inputs.
+  size_t longest = 0;
+  for (const std::string& s : seed_bytes) longest = std::max(longest, s.size());
+  target.max_pool_input = 4 * longest;
+  return target;
+}
+
+std::vector<Target> targets() {
+  return {target_of("safetensors_header", safetensors_seeds(), check_safetensors, true),
+          target_of("manifest", manifest_seeds(), check_manifest, false),
+          target_of("fragment", fragment_seeds(), check_fragment, false),
+          target_of("hf_config", hf_config_seeds(), check_hf_config, false)};
 }
 
 }  // namespace
 }  // namespace giant::checkpoint::fuzz
 
 int main(int argc, char** argv) {
-  using namespace giant::checkpoint::fuzz;
-  CLI::App cli("Fuzzes the checkpoint format's parsers (safetensors headers, manifests, fragments).",
-               "giant_checkpoint_fuzz");
-  int64_t iterations = 100000;
-  uint64_t seed = 1;
-  std::string which = "all";
-  cli.add_option("--iterations", iterations, "mutated inputs per target")->check(CLI::PositiveNumber);
-  cli.add_option("--seed", seed, "the mutations' random seed");
-  cli.add_option("--target", which, "safetensors_header, manifest, fragment, hf_config or all")
-      ->check(CLI::IsMember({"safetensors_header", "manifest", "fragment", "hf_config", "all"}));
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = cli.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  const std::vector<Target> targets = {
-      {"safetensors_header", safetensors_seeds, check_safetensors, true},
-      {"manifest", manifest_seeds, check_manifest, false},
-      {"fragment", fragment_seeds, check_fragment, false},
-      {"hf_config", hf_config_seeds, check_hf_config, false},
-  };
-  int failures = 0;
-  for (const Target& target : targets) {
-    if (which == "all" || which == target.name) failures += run_target(target, iterations, seed);
-  }
-  return failures == 0 ? 0 : 1;
+  return giant::fuzz::fuzz_main(argc, argv,
+                                "Fuzzes the checkpoint format's parsers (safetensors headers, manifests, fragments, "
+                                "Hugging Face config.json; in a safetensors failure's hex, the first 8 bytes are the "
+                                "file's size).",
+                                "giant_checkpoint_fuzz", giant::checkpoint::fuzz::targets);
 }

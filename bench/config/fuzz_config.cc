@@ -1,4 +1,5 @@
-// giant_config_fuzz --iterations N --seed S [--target NAME]: feeds mutated
+// giant_config_fuzz [--iterations N] [--seconds S] [--seed S] [--target
+// run_config|cluster|model]: feeds mutated
 // TOML to the parsers of what users write by hand: giant train's config
 // file (every key checked, then the keys together), and the planner's
 // cluster and model files. Each input must either be accepted or be a
@@ -7,42 +8,32 @@
 // config accepts must also write back (run_config_toml) to a file that
 // reads again to the same text.
 //
-// Prints one line per target (accepted: the inputs that parsed):
-//   fuzz target=NAME iterations=N failures=F seconds=S accepted=K
-// and exits 1 on the first failure, 2 on bad flags.
+// The command line and output are bench/fuzz's (fuzz_driver.h).
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "giant/base/error.h"
-#include "giant/base/timer.h"
 #include "giant/base/tunables.h"
 #include "giant/planner/spec_toml.h"
 #include "giant/train/run_config.h"
-#include "mutator.h"
+#include "fuzz_driver.h"
 
 namespace giant::train::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
-using checkpoint::fuzz::hex_dump;
-using checkpoint::fuzz::Mutator;
-
-// A violated expectation about something that was accepted.
-class Inconsistent : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using giant::fuzz::Inconsistent;
+using giant::fuzz::Target;
+using giant::fuzz::Verdict;
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -87,94 +78,41 @@ struct RunConfigTarget {
   }
 };
 
-struct Target {
-  std::string name;
-  std::vector<std::string> seeds;
-  std::function<void(const std::string&)> parse;  // throws ConfigError for bad input
+// A parser that throws ConfigError for bad input, as a fuzz target.
+Target target_of(std::string name, std::vector<std::string> seeds, std::function<void(const std::string&)> parse) {
+  return {std::move(name), std::move(seeds), [parse](const std::string& input) {
+            try {
+              parse(input);
+              return Verdict::accepted;
+            } catch (const ConfigError&) {
+              return Verdict::refused;  // the expected answer to a bad input
+            }
+          }};
+}
+
+// Removes its folder at exit.
+struct Folder {
+  fs::path path;
+  ~Folder() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
 };
 
-void report_failure(const std::string& target, const std::string& input, const std::string& why) {
-  std::cerr << "fuzz target=" << target << ": " << why << "\ninput (" << input.size() << " bytes):\n"
-            << hex_dump(input) << std::endl;
-}
-
-int run_target(const Target& target, int64_t iterations, uint64_t seed) {
-  Mutator random(seed);
-  std::vector<std::string> pool = target.seeds;  // seeds and accepted mutants: later mutations build on them
-  const size_t seeds = pool.size();
-  constexpr size_t kPoolSize = 256, kMaxPoolInput = 8192;
-  const Stopwatch clock;
-  int64_t done = 0, accepted = 0;
-  int failures = 0;
-  for (; done < iterations && failures == 0; ++done) {
-    const std::string input = random.mutate(pool[random.below(pool.size())], target.seeds);
-    try {
-      try {
-        target.parse(input);
-      } catch (const ConfigError&) {
-        continue;  // the expected answer to a bad input
-      }
-      ++accepted;
-      if (input.size() > kMaxPoolInput) continue;
-      if (pool.size() < kPoolSize) {
-        pool.push_back(input);
-      } else {
-        pool[seeds + random.below(kPoolSize - seeds)] = input;
-      }
-    } catch (const Inconsistent& e) {
-      report_failure(target.name, input, std::string("accepted but inconsistent: ") + e.what());
-      ++failures;
-    } catch (const std::exception& e) {
-      report_failure(target.name, input, std::string("not a ConfigError (") + typeid(e).name() + "): " + e.what());
-      ++failures;
-    }
-  }
-  std::cout << "fuzz target=" << target.name << " iterations=" << done << " failures=" << failures
-            << " seconds=" << clock.seconds() << " accepted=" << accepted << std::endl;
-  return failures;
-}
-
-int run(int64_t iterations, uint64_t seed, const std::string& only) {
+std::vector<Target> targets() {
   std::string pattern = (fs::temp_directory_path() / "giant-config-fuzz-XXXXXX").string();
-  const fs::path folder = ::mkdtemp(pattern.data());
-  const std::vector<Target> targets = {
-      {"run_config", run_config_seeds(), RunConfigTarget{folder / "config.toml"}},
-      {"cluster", files_in("examples/clusters"), [](const std::string& t) { planner::parse_cluster_toml(t); }},
-      {"model", files_in("examples/models"), [](const std::string& t) { planner::parse_model_toml(t); }}};
-  int failures = 0;
-  bool known = only.empty();
-  for (const Target& target : targets) {
-    if (!only.empty() && target.name != only) continue;
-    known = true;
-    failures += run_target(target, iterations, seed);
-  }
-  std::error_code ignored;
-  fs::remove_all(folder, ignored);
-  if (!known) {
-    std::cerr << "giant_config_fuzz: no target '" << only << "' (run_config, cluster, model)" << std::endl;
-    return -1;
-  }
-  return failures;
+  auto folder = std::make_shared<Folder>(Folder{::mkdtemp(pattern.data())});
+  const RunConfigTarget run_config{folder->path / "config.toml"};
+  return {target_of("run_config", run_config_seeds(), [folder, run_config](const std::string& t) { run_config(t); }),
+          target_of("cluster", files_in("examples/clusters"), [](const std::string& t) { planner::parse_cluster_toml(t); }),
+          target_of("model", files_in("examples/models"), [](const std::string& t) { planner::parse_model_toml(t); })};
 }
 
 }  // namespace
 }  // namespace giant::train::fuzz
 
 int main(int argc, char** argv) {
-  CLI::App cli("Fuzzes the parsers of giant train's config and the planner's cluster and model files.",
-               "giant_config_fuzz");
-  int64_t iterations = 100000;
-  uint64_t seed = 1;
-  std::string target;
-  cli.add_option("--iterations", iterations, "mutated inputs per target")->check(CLI::PositiveNumber);
-  cli.add_option("--seed", seed, "the mutations' random seed");
-  cli.add_option("--target", target, "only this target: run_config, cluster or model");
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = cli.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  const int failures = giant::train::fuzz::run(iterations, seed, target);
-  return failures == 0 ? 0 : failures < 0 ? 2 : 1;
+  return giant::fuzz::fuzz_main(argc, argv,
+                                "Fuzzes the parsers of giant train's config and the planner's cluster and model files.",
+                                "giant_config_fuzz", giant::train::fuzz::targets);
 }

@@ -1,4 +1,4 @@
-// giant_data_fuzz --iterations N --seed S: feeds mutated Megatron indexes
+// giant_data_fuzz [--iterations N] [--seconds S] [--seed S]: feeds mutated Megatron indexes
 // (.idx bytes with a mutated .bin size) to the index parser. Each input must
 // either parse or be a FormatError; anything else (another exception,
 // bad_alloc from an unchecked count, a crash) is a failure, reported with the
@@ -9,9 +9,7 @@
 // 256th input also goes through files and IndexedDataset::open, which must
 // agree with the parser and read every token.
 //
-// Prints one line (accepted: the inputs that parsed):
-//   fuzz target=index iterations=N failures=F seconds=S accepted=K
-// and exits 1 on the first failure, 2 on bad flags.
+// The command line and output are bench/fuzz's (fuzz_driver.h).
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -20,32 +18,28 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
 #include "giant/base/error.h"
-#include "giant/base/timer.h"
 #include "giant/data/index_format.h"
 #include "giant/data/indexed_dataset.h"
-#include "fuzz_main.h"
-#include "mutator.h"  // bench/checkpoint's byte mutations, hex dump and hostile sizes
+#include "fuzz_driver.h"
+#include "mutator.h"  // bench/fuzz's byte mutations, hex dump and hostile sizes
 
 namespace giant::data::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
-using checkpoint::fuzz::hex_dump;
-using checkpoint::fuzz::Mutator;
+using giant::fuzz::Inconsistent;
+using giant::fuzz::Target;
+using giant::fuzz::Verdict;
+using giant::fuzz::Mutator;
 
 struct Input {
   std::string idx;
   uint64_t bin_size = 0;
-};
-
-class Inconsistent : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 void require(bool condition, const std::string& what) {
@@ -169,74 +163,77 @@ void check_open(const Input& input, bool parsed, const fs::path& folder) {
   }
 }
 
-void report_failure(const Input& input, const std::string& why) {
-  std::cout << "fuzz target=index FAILURE: " << why << "\ninput (" << input.idx.size() << " bytes, .bin "
-            << input.bin_size << " bytes):\n"
-            << hex_dump(input.idx);
+// The driver's inputs are strings: .bin's size (8 bytes), then the .idx bytes.
+std::string encode_input(const Input& input) {
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data(), &input.bin_size, 8);
+  return bytes + input.idx;
 }
 
-Input mutate(const Input& parent, const std::vector<std::string>& seed_bytes, Mutator& random) {
-  Input input = parent;
-  if (random.below(2) == 0) {
-    for (uint64_t n = 1 + random.below(3); n > 0; --n) overwrite_field(input.idx, random);
-  } else {
-    input.idx = random.mutate(parent.idx, seed_bytes);
-  }
-  if (random.below(4) == 0) input.bin_size = random.mutate_size(input.bin_size);
+Input decode_input(const std::string& bytes) {
+  Input input;
+  if (bytes.size() < 8) return {bytes, 0};
+  std::memcpy(&input.bin_size, bytes.data(), 8);
+  input.idx = bytes.substr(8);
   return input;
 }
 
-int run(int64_t iterations, uint64_t seed) {
-  Mutator random(seed);
-  const std::vector<Input> seed_inputs = seeds();
-  std::vector<std::string> seed_bytes;
-  for (const Input& s : seed_inputs) seed_bytes.push_back(s.idx);
-  std::vector<Input> pool = seed_inputs;  // seeds and mutants that parsed: later mutations build on them
-  constexpr size_t kPoolSize = 256, kMaxPoolInput = 4096;
-  std::string pattern = (fs::temp_directory_path() / "giant-data-fuzz-XXXXXX").string();
-  const fs::path folder = ::mkdtemp(pattern.data());
-  const Stopwatch clock;
-  int64_t done = 0, accepted = 0;
-  int failures = 0;
-  for (; done < iterations && failures == 0; ++done) {
-    const Input input = mutate(pool[random.below(pool.size())], seed_bytes, random);
-    try {
-      bool parsed = false;
-      try {
-        check_layout(input, parse_index(input.idx.data(), input.idx.size(), input.bin_size, "fuzz.idx", "fuzz.bin"));
-        parsed = true;
-      } catch (const FormatError&) {
-        // The expected answer to a bad input.
-      }
-      if (done % 256 == 0) check_open(input, parsed, folder);
-      if (!parsed) continue;
-      ++accepted;
-      if (input.idx.size() > kMaxPoolInput) continue;
-      if (pool.size() < kPoolSize) {
-        pool.push_back(input);
-      } else {
-        pool[seed_inputs.size() + random.below(kPoolSize - seed_inputs.size())] = input;
-      }
-    } catch (const Inconsistent& e) {
-      report_failure(input, std::string("accepted but inconsistent: ") + e.what());
-      ++failures;
-    } catch (const std::exception& e) {
-      report_failure(input, std::string("not a FormatError (") + typeid(e).name() + "): " + e.what());
-      ++failures;
-    }
+std::string mutate(Mutator& random, const std::string& parent_bytes, const std::vector<std::string>& seed_bytes) {
+  Input input = decode_input(parent_bytes);
+  if (random.below(2) == 0) {
+    for (uint64_t n = 1 + random.below(3); n > 0; --n) overwrite_field(input.idx, random);
+  } else {
+    input.idx = random.mutate(input.idx, seed_bytes);
   }
-  std::error_code ignored;
-  fs::remove_all(folder, ignored);
-  std::cout << "fuzz target=index iterations=" << done << " failures=" << failures << " seconds=" << clock.seconds()
-            << " accepted=" << accepted << std::endl;
-  return failures;
+  if (random.below(4) == 0) input.bin_size = random.mutate_size(input.bin_size);
+  return encode_input(input);
+}
+
+// Parses one input; every 256th also goes through files and open().
+class IndexTarget {
+ public:
+  IndexTarget() {
+    std::string pattern = (fs::temp_directory_path() / "giant-data-fuzz-XXXXXX").string();
+    folder_ = ::mkdtemp(pattern.data());
+  }
+  ~IndexTarget() {
+    std::error_code ignored;
+    fs::remove_all(folder_, ignored);
+  }
+  Verdict feed(const std::string& bytes) {
+    const Input input = decode_input(bytes);
+    bool parsed = false;
+    try {
+      check_layout(input, parse_index(input.idx.data(), input.idx.size(), input.bin_size, "fuzz.idx", "fuzz.bin"));
+      parsed = true;
+    } catch (const FormatError&) {
+      // The expected answer to a bad input.
+    }
+    if (++inputs_ % 256 == 0) check_open(input, parsed, folder_);
+    return parsed ? Verdict::accepted : Verdict::refused;
+  }
+
+ private:
+  fs::path folder_;
+  int64_t inputs_ = 0;
+};
+
+std::vector<Target> targets() {
+  std::vector<std::string> seed_bytes;
+  for (const Input& s : seeds()) seed_bytes.push_back(encode_input(s));
+  auto index = std::make_shared<IndexTarget>();
+  Target target("index", seed_bytes, [index](const std::string& input) { return index->feed(input); });
+  target.mutate = mutate;
+  target.max_pool_input = 4096;
+  return {target};
 }
 
 }  // namespace
 }  // namespace giant::data::fuzz
 
 int main(int argc, char** argv) {
-  return giant::checkpoint::fuzz::fuzz_main(
-      argc, argv, "Fuzzes the Megatron index parser (.idx bytes with .bin sizes).", "giant_data_fuzz",
-      giant::data::fuzz::run);
+  return giant::fuzz::fuzz_main(argc, argv,
+                                "Fuzzes the Megatron index parser (.idx bytes with .bin sizes; in a failure's hex, "
+                                "the first 8 bytes are .bin's size).",
+                                "giant_data_fuzz", giant::data::fuzz::targets);
 }

@@ -1,36 +1,34 @@
-// giant_vocabulary_fuzz --iterations N --seed S: feeds mutated GPT-2
-// vocabularies (vocab.json and merges.txt, one of the two mutated per input)
-// to the loader. Each input must either load or be a ConfigError naming the
+// giant_vocabulary_fuzz [--iterations N] [--seconds S] [--seed S] [--target
+// vocab_json|merges]: feeds mutated GPT-2 vocabularies (vocab.json or
+// merges.txt mutated, the other file intact) to the loader. Each input must either load or be a ConfigError naming the
 // file; anything else (another exception, a crash) is a failure, reported
 // with the mutated file in hex. What loads must be self-consistent: every
 // merge joins two tokens whose bytes, together, are a token's.
 //
-// Prints one line (accepted: the inputs that loaded):
-//   fuzz target=gpt2_vocabulary iterations=N failures=F seconds=S accepted=K
-// and exits 1 on the first failure, 2 on bad flags.
+// The command line and output are bench/fuzz's (fuzz_driver.h).
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <string>
-#include <typeinfo>
 #include <vector>
 
 #include "giant/base/error.h"
-#include "giant/base/timer.h"
 #include "giant/data/byte_unicode.h"
 #include "giant/data/gpt2_vocabulary.h"
-#include "fuzz_main.h"
+#include "fuzz_driver.h"
 #include "mutator.h"
 
 namespace giant::data::fuzz {
 namespace {
 
 namespace fs = std::filesystem;
-using checkpoint::fuzz::hex_dump;
-using checkpoint::fuzz::Mutator;
+using giant::fuzz::Inconsistent;
+using giant::fuzz::Target;
+using giant::fuzz::Verdict;
 
 struct Files {
   std::string vocab, merges;
@@ -68,51 +66,57 @@ void check_consistent(const Gpt2Vocabulary& v) {
   const std::set<std::string> known(v.token_bytes.begin(), v.token_bytes.end());
   for (const auto& [a, b] : v.merges) {
     const auto n = static_cast<int32_t>(v.token_bytes.size());
-    if (a < 0 || b < 0 || a >= n || b >= n) throw std::logic_error("a merge names an id past the vocabulary");
-    if (!known.count(v.token_bytes[a] + v.token_bytes[b])) throw std::logic_error("a merge makes no token");
+    if (a < 0 || b < 0 || a >= n || b >= n) throw Inconsistent("a merge names an id past the vocabulary");
+    if (!known.count(v.token_bytes[a] + v.token_bytes[b])) throw Inconsistent("a merge makes no token");
   }
 }
 
-int run(int64_t iterations, uint64_t seed) {
-  Mutator random(seed);
-  const Files original = seed_vocabulary();
-  std::string pattern = (fs::temp_directory_path() / "giant-vocabulary-fuzz-XXXXXX").string();
-  const fs::path folder = ::mkdtemp(pattern.data());
-  const Stopwatch clock;
-  int64_t done = 0, accepted = 0;
-  int failures = 0;
-  for (; done < iterations && failures == 0; ++done) {
-    Files input = original;
-    std::string& mutated = random.below(2) == 0 ? input.vocab : input.merges;
-    mutated = random.mutate(mutated, {original.vocab, original.merges});
-    std::ofstream(folder / kGpt2VocabFile, std::ios::binary | std::ios::trunc) << input.vocab;
-    std::ofstream(folder / kGpt2MergesFile, std::ios::binary | std::ios::trunc) << input.merges;
+// Loads the vocabulary from files, one of them the input: ConfigError is
+// the expected answer to a bad file.
+class VocabularyTarget {
+ public:
+  VocabularyTarget() : original_(seed_vocabulary()) {
+    std::string pattern = (fs::temp_directory_path() / "giant-vocabulary-fuzz-XXXXXX").string();
+    folder_ = ::mkdtemp(pattern.data());
+  }
+  ~VocabularyTarget() {
+    std::error_code ignored;
+    fs::remove_all(folder_, ignored);
+  }
+  const Files& original() const { return original_; }
+  Verdict feed(const Files& input) {
+    std::ofstream(folder_ / kGpt2VocabFile, std::ios::binary | std::ios::trunc) << input.vocab;
+    std::ofstream(folder_ / kGpt2MergesFile, std::ios::binary | std::ios::trunc) << input.merges;
     try {
-      try {
-        check_consistent(load_gpt2_vocabulary(folder.string()));
-        ++accepted;
-      } catch (const ConfigError&) {
-        // The expected answer to a bad file.
-      }
-    } catch (const std::exception& e) {
-      std::cerr << "fuzz target=gpt2_vocabulary: not a ConfigError (" << typeid(e).name() << "): " << e.what()
-                << "\nmutated file (" << mutated.size() << " bytes):\n"
-                << hex_dump(mutated) << std::endl;
-      ++failures;
+      check_consistent(load_gpt2_vocabulary(folder_.string()));
+      return Verdict::accepted;
+    } catch (const ConfigError&) {
+      return Verdict::refused;
     }
   }
-  std::error_code ignored;
-  fs::remove_all(folder, ignored);
-  std::cout << "fuzz target=gpt2_vocabulary iterations=" << done << " failures=" << failures
-            << " seconds=" << clock.seconds() << " accepted=" << accepted << std::endl;
-  return failures;
+
+ private:
+  Files original_;
+  fs::path folder_;
+};
+
+std::vector<Target> targets() {
+  auto files = std::make_shared<VocabularyTarget>();
+  const Files& original = files->original();
+  Target vocab{"vocab_json", {original.vocab}, [files](const std::string& input) {
+                 return files->feed({input, files->original().merges});
+               }};
+  Target merges{"merges", {original.merges}, [files](const std::string& input) {
+                  return files->feed({files->original().vocab, input});
+                }};
+  vocab.max_pool_input = merges.max_pool_input = 1 << 16;
+  return {vocab, merges};
 }
 
 }  // namespace
 }  // namespace giant::data::fuzz
 
 int main(int argc, char** argv) {
-  return giant::checkpoint::fuzz::fuzz_main(
-      argc, argv, "Fuzzes the GPT-2 vocabulary loader (vocab.json and merges.txt).", "giant_vocabulary_fuzz",
-      giant::data::fuzz::run);
+  return giant::fuzz::fuzz_main(argc, argv, "Fuzzes the GPT-2 vocabulary loader (vocab.json and merges.txt).",
+                                "giant_vocabulary_fuzz", giant::data::fuzz::targets);
 }

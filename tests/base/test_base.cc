@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <limits>
 #include <thread>
 
 #if defined(__GLIBC__)
@@ -217,6 +218,18 @@ TEST(Deadline, ExpiresAndNever) {
   EXPECT_TRUE(soon.expired());
   EXPECT_EQ(soon.remaining_ms(100), 0);
   EXPECT_TRUE(Deadline::after(std::chrono::milliseconds(0)).is_never());
+}
+
+// A timeout past what the clock counts (the store takes them from clients)
+// is no deadline: found by the store fuzzer as a signed overflow.
+TEST(Deadline, DurationsPastTheClockAreNever) {
+  EXPECT_TRUE(Deadline::after(std::chrono::milliseconds(std::numeric_limits<int64_t>::max())).is_never());
+  EXPECT_TRUE(Deadline::after(std::chrono::milliseconds(216172782449328228)).is_never());
+  EXPECT_TRUE(Deadline::after(std::chrono::hours(std::numeric_limits<int64_t>::max() / 2)).is_never());
+  EXPECT_TRUE(Deadline::after_seconds(1e300).is_never());
+  EXPECT_TRUE(Deadline::after_seconds(std::numeric_limits<double>::quiet_NaN()).is_never());
+  EXPECT_FALSE(Deadline::after(std::chrono::hours(24 * 365 * 100)).is_never());
+  EXPECT_FALSE(Deadline::after_seconds(0.5).expired());
 }
 
 #if defined(__GLIBC__)

@@ -25,12 +25,18 @@ class Deadline {
   static Deadline never() { return Deadline(Clock::time_point::max()); }
   // Already expired: waits bounded by it do not block.
   static Deadline passed() { return Deadline(Clock::now() - std::chrono::seconds(1)); }
-  static Deadline after(std::chrono::nanoseconds d) {
-    return d.count() <= 0 ? never() : Deadline(Clock::now() + d);
+  // A duration past what the clock can count (a timeout a peer sent, say)
+  // is no deadline, never an overflow.
+  template <class Rep, class Period>
+  static Deadline after(std::chrono::duration<Rep, Period> d) {
+    if (!(d.count() > 0)) return never();
+    const Clock::time_point now = Clock::now();
+    if (d >= std::chrono::duration_cast<std::chrono::duration<Rep, Period>>(Clock::time_point::max() - now)) {
+      return never();
+    }
+    return Deadline(now + std::chrono::duration_cast<Clock::duration>(d));
   }
-  static Deadline after_seconds(double s) {
-    return after(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s)));
-  }
+  static Deadline after_seconds(double s) { return after(std::chrono::duration<double>(s)); }
 
   bool is_never() const { return at_ == Clock::time_point::max(); }
   bool expired() const { return !is_never() && Clock::now() >= at_; }

@@ -10,6 +10,7 @@
 #include "giant/base/error.h"
 #include "giant/base/logging.h"
 #include "giant/base/units.h"
+#include "giant/ccl/control_channel.h"
 #include "giant/ccl/engine.h"
 
 namespace giant::ccl::detail {
@@ -89,18 +90,13 @@ void Engine::handle_control(int peer) {
     if (!departed_[peer]) vanished_[peer] = true;
     return;
   }
-  try {
-    net::recv_all(control_[peer].get(), &h, sizeof h, control_io_deadline());
-  } catch (const CommError& e) {
-    throw CommError(peer, rank_name(peer) + ": broken control connection: " + e.what());
-  }
-  if (h.magic != kControlMagic) throw CommError(peer, "corrupt control message from " + rank_name(peer));
-  switch (h.type) {
+  const ControlMessage m = read_control(control_[peer].get(), peer, size_, control_io_deadline());
+  switch (m.header.type) {
     case ControlType::ping:
-      send_control(peer, ControlType::pong, h.sequence, -1, FailureKind::comm, "");
+      send_control(peer, ControlType::pong, m.header.sequence, -1, FailureKind::comm, "");
       break;
     case ControlType::pong:
-      pong_sequence_[peer] = std::max(pong_sequence_[peer], h.sequence);
+      pong_sequence_[peer] = std::max(pong_sequence_[peer], m.header.sequence);
       break;
     case ControlType::goodbye:
       departed_[peer] = true;
@@ -109,42 +105,24 @@ void Engine::handle_control(int peer) {
     case ControlType::doorbell:  // the mailbox has news; progress_once pumps it next
       break;
     case ControlType::announce:
-      announced_[peer].insert(h.sequence);
+      announced_[peer].insert(m.header.sequence);
       break;
-    case ControlType::schedule: {
-      ScheduleBody body;
-      if (h.reason_bytes != sizeof body) throw CommError(peer, "corrupt schedule from " + rank_name(peer));
-      net::recv_all(control_[peer].get(), &body, sizeof body, control_io_deadline());
-      decisions_[std::make_tuple(h.sequence, body.boundary, body.round)] = body.run;
+    case ControlType::schedule:
+      decisions_[std::make_tuple(m.header.sequence, m.schedule.boundary, m.schedule.round)] = m.schedule.run;
       break;
-    }
     case ControlType::abort: {
-      if (h.reason_bytes > kMaxControlReason) throw CommError(peer, "corrupt abort from " + rank_name(peer));
-      std::string reason(h.reason_bytes, '\0');
-      net::recv_all(control_[peer].get(), reason.data(), reason.size(), control_io_deadline());
-      std::string what = peer_report(peer, reason);
+      std::string what = peer_report(peer, m.reason);
       // The same error type and culprit on every rank, whoever saw it first.
-      if (h.failure == FailureKind::timeout) throw TimeoutError(h.culprit, what);
-      throw CommError(h.culprit, what);
+      if (m.header.failure == FailureKind::timeout) throw TimeoutError(m.header.culprit, what);
+      throw CommError(m.header.culprit, what);
     }
-    default:
-      throw CommError(peer, "unknown control message from " + rank_name(peer));
   }
 }
 
 void Engine::send_control(int peer, ControlType type, uint64_t sequence, int culprit, FailureKind failure,
                           const std::string& reason) {
   if (!control_[peer].valid()) return;
-  std::string message(sizeof(ControlHeader), '\0');
-  ControlHeader h;
-  h.type = type;
-  h.sequence = sequence;
-  h.culprit = culprit;
-  h.failure = failure;
-  std::string body = reason.substr(0, kMaxControlReason);
-  h.reason_bytes = static_cast<uint32_t>(body.size());
-  std::memcpy(message.data(), &h, sizeof h);
-  message += body;
+  const std::string message = encode_control(type, sequence, culprit, failure, reason);
   try {
     net::send_all(control_[peer].get(), message.data(), message.size(), control_io_deadline());
   } catch (const CommError&) {

@@ -195,50 +195,40 @@ struct TcpStoreServer::Impl {
   }
 
   // Serves one request; false when the connection should close.
-  bool handle(int fd, const Bytes& request) {
-    Reader reader(request);
-    auto op = static_cast<Op>(reader.u8());
+  bool handle(int fd, const Bytes& payload) {
+    Request request = parse_request(payload, limits_.max_key_bytes, limits_.max_value_bytes);
     Writer reply;
-    switch (op) {
+    switch (request.op) {
       case Op::set: {
-        std::string key = reader.str(limits_.max_key_bytes);
-        if (reader.left() > limits_.max_value_bytes) throw ProtocolError("value over the limit");
-        Bytes value = reader.rest();
         {
           std::lock_guard<std::mutex> lock(data_mutex_);
-          values_[key] = std::move(value);
+          values_[request.key] = std::move(request.value);
         }
         data_changed_.notify_all();
         reply.u8(static_cast<uint8_t>(Status::ok));
         break;
       }
       case Op::get: {
-        int64_t timeout_ms = reader.i64();
-        std::string key = reader.str(limits_.max_key_bytes);
-        reader.expect_end();
         std::vector<std::string> missing;
-        WaitResult result = wait_for_keys(fd, {key}, timeout_ms, &missing);
+        WaitResult result = wait_for_keys(fd, {request.key}, request.timeout_ms, &missing);
         if (result == WaitResult::stopping || result == WaitResult::client_gone) return false;
         if (result == WaitResult::timed_out) {
           reply.u8(static_cast<uint8_t>(Status::timeout));
         } else {
           std::lock_guard<std::mutex> lock(data_mutex_);
-          const Bytes& value = values_.at(key);
+          const Bytes& value = values_.at(request.key);
           reply.u8(static_cast<uint8_t>(Status::ok)).raw(value.data(), value.size());
         }
         break;
       }
       case Op::add: {
-        int64_t delta = reader.i64();
-        std::string key = reader.str(limits_.max_key_bytes);
-        reader.expect_end();
         try {
           int64_t result = 0;
           {
             std::lock_guard<std::mutex> lock(data_mutex_);
-            auto it = values_.find(key);
-            result = detail::add_to_decimal(key, it == values_.end() ? nullptr : &it->second, delta);
-            values_[key] = detail::decimal_bytes(result);
+            auto it = values_.find(request.key);
+            result = detail::add_to_decimal(request.key, it == values_.end() ? nullptr : &it->second, request.delta);
+            values_[request.key] = detail::decimal_bytes(result);
           }
           data_changed_.notify_all();
           reply.u8(static_cast<uint8_t>(Status::ok)).i64(result);
@@ -248,15 +238,8 @@ struct TcpStoreServer::Impl {
         break;
       }
       case Op::wait: {
-        int64_t timeout_ms = reader.i64();
-        uint32_t count = reader.u32();
-        std::vector<std::string> keys;
-        // Each key takes at least its 4-byte length, so count is bounded by the frame.
-        if (count > reader.left() / 4) throw ProtocolError("wait lists more keys than the message holds");
-        for (uint32_t i = 0; i < count; ++i) keys.push_back(reader.str(limits_.max_key_bytes));
-        reader.expect_end();
         std::vector<std::string> missing;
-        WaitResult result = wait_for_keys(fd, keys, timeout_ms, &missing);
+        WaitResult result = wait_for_keys(fd, request.keys, request.timeout_ms, &missing);
         if (result == WaitResult::stopping || result == WaitResult::client_gone) return false;
         if (result == WaitResult::timed_out) {
           reply.u8(static_cast<uint8_t>(Status::timeout)).u32(static_cast<uint32_t>(missing.size()));
@@ -266,8 +249,6 @@ struct TcpStoreServer::Impl {
         }
         break;
       }
-      default:
-        throw ProtocolError("unknown request " + std::to_string(static_cast<int>(op)));
     }
     send_frame(fd, reply, Deadline::never());  // the destructor's shutdown() wakes a stuck send
     return true;
@@ -416,11 +397,19 @@ struct TcpStore::Impl {
                 limits.max_key_bytes);
   }
 
-  [[noreturn]] void protocol_violation(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mutex);
-    broken = "malformed reply";
-    ::shutdown(fd.get(), SHUT_RDWR);
-    throw CommError(-1, "lost connection to the store at " + where + ": malformed reply to " + what);
+  // Sends a request of `op` and reads its reply; a reply the server never
+  // sends breaks the connection for good.
+  Reply reply_to(Op op, Writer& request, const Deadline& deadline, const std::string& what) {
+    Bytes payload = call(request, deadline, what);
+    try {
+      return parse_reply(op, payload, limits.max_key_bytes, limits.max_value_bytes);
+    } catch (const ProtocolError& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      broken = "malformed reply";
+      ::shutdown(fd.get(), SHUT_RDWR);
+      throw CommError(-1, "lost connection to the store at " + where + ": malformed reply to " + what + " (" +
+                              e.what() + ")");
+    }
   }
 };
 
@@ -455,37 +444,29 @@ void TcpStore::set(const std::string& key, const Bytes& value) {
               " bytes for key '", key, "' exceeds the limit of ", impl_->limits.max_value_bytes);
   Writer request;
   request.u8(static_cast<uint8_t>(Op::set)).str(key).raw(value.data(), value.size());
-  Bytes reply = impl_->call(request, Deadline::after(impl_->request_timeout), "set('" + key + "')");
-  if (reply.size() != 1 || reply[0] != static_cast<uint8_t>(Status::ok)) impl_->protocol_violation("set");
+  impl_->reply_to(Op::set, request, Deadline::after(impl_->request_timeout), "set('" + key + "')");
 }
 
 Bytes TcpStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   impl_->check_key(key);
   Writer request;
   request.u8(static_cast<uint8_t>(Op::get)).i64(timeout.count()).str(key);
-  Bytes reply = impl_->call(request, Impl::reply_deadline(timeout), "get('" + key + "')");
-  if (reply.size() == 1 && reply[0] == static_cast<uint8_t>(Status::timeout)) {
+  Reply reply = impl_->reply_to(Op::get, request, Impl::reply_deadline(timeout), "get('" + key + "')");
+  if (reply.status == Status::timeout) {
     throw TimeoutError(-1, "timed out after " + std::to_string(timeout.count()) + " ms waiting for store key '" +
                                key + "' at " + impl_->where);
   }
-  if (reply.empty() || reply[0] != static_cast<uint8_t>(Status::ok)) impl_->protocol_violation("get");
-  return Bytes(reply.begin() + 1, reply.end());
+  return std::move(reply.value);
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
   impl_->check_key(key);
   Writer request;
   request.u8(static_cast<uint8_t>(Op::add)).i64(delta).str(key);
-  Bytes reply = impl_->call(request, Deadline::after(impl_->request_timeout), "add('" + key + "')");
-  if (reply.size() == 9 && reply[0] == static_cast<uint8_t>(Status::ok)) {
-    Reader reader(reply);
-    reader.u8();
-    return reader.i64();
-  }
-  if (reply.empty() || reply[0] != static_cast<uint8_t>(Status::error)) impl_->protocol_violation("add");
-  // The server refused the update (e.g. the value is not an integer): skip the
-  // status byte and the length field of its message.
-  throw Error(to_string(Bytes(reply.begin() + std::min<size_t>(reply.size(), 5), reply.end())));
+  Reply reply = impl_->reply_to(Op::add, request, Deadline::after(impl_->request_timeout), "add('" + key + "')");
+  // The server may refuse the update (e.g. the value is not an integer).
+  if (reply.status == Status::error) throw Error(reply.message);
+  return reply.number;
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
@@ -495,25 +476,11 @@ void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
     impl_->check_key(key);
     request.str(key);
   }
-  Bytes reply = impl_->call(request, Impl::reply_deadline(timeout), "wait(" + detail::describe_keys(keys) + ")");
-  std::vector<std::string> missing;
-  try {
-    Reader reader(reply);
-    auto status = static_cast<Status>(reader.u8());
-    if (status == Status::ok && reader.left() == 0) return;
-    if (status == Status::timeout) {
-      uint32_t count = reader.u32();
-      for (uint32_t i = 0; i < count && i < keys.size(); ++i) {
-        missing.push_back(reader.str(impl_->limits.max_key_bytes));
-      }
-    } else {
-      impl_->protocol_violation("wait");
-    }
-  } catch (const ProtocolError&) {
-    impl_->protocol_violation("wait");
-  }
+  Reply reply =
+      impl_->reply_to(Op::wait, request, Impl::reply_deadline(timeout), "wait(" + detail::describe_keys(keys) + ")");
+  if (reply.status == Status::ok) return;
   throw TimeoutError(-1, "timed out after " + std::to_string(timeout.count()) + " ms waiting for store key(s) " +
-                             detail::describe_keys(missing) + " at " + impl_->where);
+                             detail::describe_keys(reply.missing) + " at " + impl_->where);
 }
 
 std::string TcpStore::local_address() const { return impl_->local_ip; }

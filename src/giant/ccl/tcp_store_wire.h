@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "giant/base/error.h"
 #include "giant/base/timer.h"
@@ -152,6 +153,31 @@ class Reader {
   const uint8_t* data_;
   size_t left_;
 };
+
+// A request as the server reads it.
+struct Request {
+  Op op = Op::set;
+  std::string key;                // set, get, add
+  Bytes value;                    // set
+  int64_t timeout_ms = 0;         // get, wait
+  int64_t delta = 0;              // add
+  std::vector<std::string> keys;  // wait
+};
+// A request frame's payload read and checked against the limits:
+// ProtocolError for one that is malformed, unknown or over them.
+Request parse_request(const Bytes& payload, size_t max_key_bytes, size_t max_value_bytes);
+
+// A reply as the client reads it.
+struct Reply {
+  Status status = Status::ok;
+  Bytes value;                       // get: ok
+  int64_t number = 0;                // add: ok
+  std::string message;               // add: error
+  std::vector<std::string> missing;  // wait: timeout
+};
+// The payload of the reply to a request of `op`, checked: ProtocolError for
+// one that the server never sends.
+Reply parse_reply(Op op, const Bytes& payload, size_t max_key_bytes, size_t max_value_bytes);
 
 inline void send_frame(int fd, Writer& message, const Deadline& deadline) {
   const Bytes& frame = message.frame();

@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "giant/base/error.h"
+#include "giant/base/host_memory.h"
 
 namespace giant::ccl::detail {
 namespace {
@@ -251,8 +253,13 @@ void TcpTransport::start_frame(Socket& s) {
   } else {
     auto& slot = peer.stashed[key];
     if (!slot) {
+      // The size comes off the wire: a message no receive here could hold,
+      // or memory this host cannot give, is the peer's fault, named.
+      const auto physical = static_cast<uint64_t>(physical_memory_bytes());
+      if (physical > 0 && h.total > physical) stash_refused(s, key, h.total);
       slot = std::make_unique<Stash>();
-      slot->data.reset(new char[h.total > 0 ? h.total : 1]);
+      slot->data.reset(new (std::nothrow) char[h.total > 0 ? h.total : 1]);
+      if (!slot->data) stash_refused(s, key, h.total);
       slot->total = h.total;
       slot->desc = h.desc;
     } else if (slot->total != h.total || slot->desc != h.desc) {
@@ -289,6 +296,12 @@ void TcpTransport::finish_frame(Socket& s) {
   s.in_header_bytes = 0;
   s.in_request = nullptr;
   s.in_stash = nullptr;
+}
+
+void TcpTransport::stash_refused(Socket& s, const MessageKey& key, uint64_t total) {
+  peers_[s.peer].stashed.erase(key);
+  throw CommError(s.peer, rank_name(s.peer) + " sent part of a message of " + std::to_string(total) +
+                              " bytes, more than this host can hold");
 }
 
 void TcpTransport::close_socket(Socket& s) {

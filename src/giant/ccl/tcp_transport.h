@@ -112,6 +112,8 @@ class TcpTransport {
   // Moves next_unended_ past the sequences that ended ahead of it.
   void advance_unended();
   [[noreturn]] void peer_closed(Socket& s, const std::string& why);
+  // Drops the stash being made for `key` and names the peer that announced `total` bytes.
+  [[noreturn]] void stash_refused(Socket& s, const MessageKey& key, uint64_t total);
 
   int rank_;
   size_t stripe_bytes_;

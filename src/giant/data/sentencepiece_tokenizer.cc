@@ -40,6 +40,16 @@ void find(void* library, const char* name, Function* function, std::string* erro
   if (*function == nullptr && error->empty()) *error = std::string("it has no ") + name;
 }
 
+// Local and deep-bound: its libsentencepiece keeps to its own protobuf.
+// AddressSanitizer refuses deep binding; its builds bind locally only,
+// enough where no libtorch (and its protobuf) is in the program, as in the
+// sanitized builds CI makes.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kModuleFlags = RTLD_NOW | RTLD_LOCAL;
+#else
+constexpr int kModuleFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
+
 SentencePieceModule open_module() {
   SentencePieceModule m{};
   const std::string candidates[] = {program_folder() + "/" GIANT_SENTENCEPIECE_MODULE_FROM_PROGRAM,
@@ -47,8 +57,7 @@ SentencePieceModule open_module() {
   void* library = nullptr;
   std::string tried;
   for (const std::string& path : candidates) {
-    // Local and deep-bound: its libsentencepiece keeps to its own protobuf.
-    library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    library = ::dlopen(path.c_str(), kModuleFlags);
     if (library != nullptr) break;
     tried += (tried.empty() ? "" : "; ") + std::string(::dlerror());
   }

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
-namespace giant::checkpoint::fuzz {
+namespace giant::fuzz {
 namespace {
 
 // Numbers at the edges of what the readers must bound: signed and unsigned
@@ -167,4 +167,4 @@ std::string hex_dump(const std::string& bytes) {
   return text;
 }
 
-}  // namespace giant::checkpoint::fuzz
+}  // namespace giant::fuzz

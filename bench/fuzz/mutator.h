@@ -1,6 +1,7 @@
-// Mutations of text inputs for the checkpoint format fuzzer: what a
-// corrupt disk, a careless edit or a hostile file does to a JSON header.
-// Deterministic for a seed.
+// Mutations of the fuzzers' inputs: what a corrupt disk, a careless edit, a
+// broken link or a hostile peer does to a file or a message (bit flips,
+// insertions, cuts, splices, and JSON-aware edits: hostile numbers and
+// strings, duplicated members). Deterministic for a seed.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace giant::checkpoint::fuzz {
+namespace giant::fuzz {
 
 class Mutator {
  public:
@@ -38,4 +39,4 @@ class Mutator {
 // The input as hex, 32 bytes a line, for a failure report.
 std::string hex_dump(const std::string& bytes);
 
-}  // namespace giant::checkpoint::fuzz
+}  // namespace giant::fuzz
