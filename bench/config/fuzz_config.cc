@@ -9,8 +9,6 @@
 // reads again to the same text.
 //
 // The command line and output are bench/fuzz's (fuzz_driver.h).
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -90,19 +88,9 @@ Target target_of(std::string name, std::vector<std::string> seeds, std::function
           }};
 }
 
-// Removes its folder at exit.
-struct Folder {
-  fs::path path;
-  ~Folder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
 std::vector<Target> targets() {
-  std::string pattern = (fs::temp_directory_path() / "giant-config-fuzz-XXXXXX").string();
-  auto folder = std::make_shared<Folder>(Folder{::mkdtemp(pattern.data())});
-  const RunConfigTarget run_config{folder->path / "config.toml"};
+  auto folder = std::make_shared<giant::fuzz::TempFolder>("giant-config-fuzz");
+  const RunConfigTarget run_config{folder->path() / "config.toml"};
   return {target_of("run_config", run_config_seeds(), [folder, run_config](const std::string& t) { run_config(t); }),
           target_of("cluster", files_in("examples/clusters"), [](const std::string& t) { planner::parse_cluster_toml(t); }),
           target_of("model", files_in("examples/models"), [](const std::string& t) { planner::parse_model_toml(t); })};

@@ -10,8 +10,6 @@
 // agree with the parser and read every token.
 //
 // The command line and output are bench/fuzz's (fuzz_driver.h).
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -192,14 +190,6 @@ std::string mutate(Mutator& random, const std::string& parent_bytes, const std::
 // Parses one input; every 256th also goes through files and open().
 class IndexTarget {
  public:
-  IndexTarget() {
-    std::string pattern = (fs::temp_directory_path() / "giant-data-fuzz-XXXXXX").string();
-    folder_ = ::mkdtemp(pattern.data());
-  }
-  ~IndexTarget() {
-    std::error_code ignored;
-    fs::remove_all(folder_, ignored);
-  }
   Verdict feed(const std::string& bytes) {
     const Input input = decode_input(bytes);
     bool parsed = false;
@@ -209,12 +199,12 @@ class IndexTarget {
     } catch (const FormatError&) {
       // The expected answer to a bad input.
     }
-    if (++inputs_ % 256 == 0) check_open(input, parsed, folder_);
+    if (++inputs_ % 256 == 0) check_open(input, parsed, folder_.path());
     return parsed ? Verdict::accepted : Verdict::refused;
   }
 
  private:
-  fs::path folder_;
+  giant::fuzz::TempFolder folder_{"giant-data-fuzz"};
   int64_t inputs_ = 0;
 };
 

@@ -7,12 +7,10 @@
 // (a ConfigError naming data.tokenizer for a model that does not load);
 // anything else (another exception, a crash, an input that hangs) is a
 // failure. Exit status: 0 no failure, 1 a failure, 2 bad flags.
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -37,23 +35,6 @@ std::string read_file(const fs::path& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-// A folder of its own, removed at exit.
-class Workspace {
- public:
-  Workspace() {
-    std::string pattern = (fs::temp_directory_path() / "giant-spm-fuzz-XXXXXX").string();
-    folder_ = ::mkdtemp(pattern.data());
-  }
-  ~Workspace() {
-    std::error_code ignored;
-    fs::remove_all(folder_, ignored);
-  }
-  const fs::path& folder() const { return folder_; }
-
- private:
-  fs::path folder_;
-};
 
 // spm_train's model of `type` over the corpus's first 100 KB: small, so that
 // each input loads fast.
@@ -90,12 +71,12 @@ Verdict feed(const fs::path& file, const std::string& input) {
 }
 
 std::vector<Target> targets() {
-  auto workspace = std::make_shared<Workspace>();
-  const fs::path file = workspace->folder() / "fuzz.model";
+  auto workspace = std::make_shared<giant::fuzz::TempFolder>("giant-spm-fuzz");
+  const fs::path file = workspace->path() / "fuzz.model";
   Target model{"sentencepiece_model",
                // NFKC's rules are most of a model's bytes (and of its loading time): one seed has them.
-               {train_model(workspace->folder(), "unigram", "nmt_nfkc"),
-                train_model(workspace->folder(), "bpe", "identity")},
+               {train_model(workspace->path(), "unigram", "nmt_nfkc"),
+                train_model(workspace->path(), "bpe", "identity")},
                [workspace, file](const std::string& input) { return feed(file, input); }};
   model.max_pool_input = 1 << 20;  // the models themselves are tens of kilobytes
   return {model};

@@ -6,7 +6,6 @@
 // merge joins two tokens whose bytes, together, are a token's.
 //
 // The command line and output are bench/fuzz's (fuzz_driver.h).
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -75,20 +74,13 @@ void check_consistent(const Gpt2Vocabulary& v) {
 // the expected answer to a bad file.
 class VocabularyTarget {
  public:
-  VocabularyTarget() : original_(seed_vocabulary()) {
-    std::string pattern = (fs::temp_directory_path() / "giant-vocabulary-fuzz-XXXXXX").string();
-    folder_ = ::mkdtemp(pattern.data());
-  }
-  ~VocabularyTarget() {
-    std::error_code ignored;
-    fs::remove_all(folder_, ignored);
-  }
+  VocabularyTarget() : original_(seed_vocabulary()) {}
   const Files& original() const { return original_; }
   Verdict feed(const Files& input) {
-    std::ofstream(folder_ / kGpt2VocabFile, std::ios::binary | std::ios::trunc) << input.vocab;
-    std::ofstream(folder_ / kGpt2MergesFile, std::ios::binary | std::ios::trunc) << input.merges;
+    std::ofstream(folder_.path() / kGpt2VocabFile, std::ios::binary | std::ios::trunc) << input.vocab;
+    std::ofstream(folder_.path() / kGpt2MergesFile, std::ios::binary | std::ios::trunc) << input.merges;
     try {
-      check_consistent(load_gpt2_vocabulary(folder_.string()));
+      check_consistent(load_gpt2_vocabulary(folder_.path().string()));
       return Verdict::accepted;
     } catch (const ConfigError&) {
       return Verdict::refused;
@@ -97,7 +89,7 @@ class VocabularyTarget {
 
  private:
   Files original_;
-  fs::path folder_;
+  giant::fuzz::TempFolder folder_{"giant-vocabulary-fuzz"};
 };
 
 std::vector<Target> targets() {

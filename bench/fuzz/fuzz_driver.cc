@@ -6,10 +6,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <thread>
 #include <typeinfo>
+
+#include <stdlib.h>
 
 #include <CLI/CLI.hpp>
 
@@ -92,6 +95,17 @@ std::string judge(const Target& target, const std::string& input, double max_sec
 }
 
 }  // namespace
+
+TempFolder::TempFolder(const std::string& name) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (name + "-XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot make a folder like " + pattern);
+  path_ = pattern;
+}
+
+TempFolder::~TempFolder() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
 
 int run_target(const Target& target, const Budget& budget) {
   Mutator mutator(budget.seed ^ std::hash<std::string>{}(target.name));

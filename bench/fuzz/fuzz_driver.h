@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -57,6 +58,20 @@ struct Budget {
   double seconds = 0;  // 0: no time limit
   uint64_t seed = 1;
   double max_input_seconds = 1;
+};
+
+// A folder of a fuzzer's own under the system's temporary folder, removed
+// with everything in it when the fuzzer ends.
+class TempFolder {
+ public:
+  explicit TempFolder(const std::string& name);
+  ~TempFolder();
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
 };
 
 // Runs one target; its failures (0, or 1: it stops at the first).
