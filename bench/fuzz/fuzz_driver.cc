@@ -22,6 +22,8 @@ namespace giant::fuzz {
 namespace {
 
 constexpr size_t kPoolSize = 256;
+// How often a long run says how far it is (on stderr).
+constexpr double kProgressSeconds = 60;
 
 void report_failure(const std::string& target, const std::string& input, const std::string& why) {
   std::cerr << "fuzz target=" << target << ": " << why << "\ninput (" << input.size() << " bytes):\n"
@@ -117,8 +119,14 @@ int run_target(const Target& target, const Budget& budget) {
   int failures = 0;
   const int64_t iterations =
       target.max_iterations > 0 ? std::min(budget.iterations, target.max_iterations) : budget.iterations;
+  double next_progress = kProgressSeconds;
   for (; done < iterations && failures == 0; ++done) {
     if (budget.seconds > 0 && clock.seconds() > budget.seconds) break;
+    if ((done & 255) == 0 && clock.seconds() > next_progress) {
+      std::cerr << "fuzz target=" << target.name << ": " << done << " of " << iterations << " inputs in "
+                << static_cast<int64_t>(clock.seconds()) << " s" << std::endl;
+      next_progress += kProgressSeconds;
+    }
     const std::string& parent = pool[mutator.below(pool.size())];
     std::string input = target.mutate ? target.mutate(mutator, parent, target.seeds)
                                       : mutator.mutate(parent, target.seeds);

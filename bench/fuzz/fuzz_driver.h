@@ -11,6 +11,7 @@
 // --total-seconds T (shared evenly by the targets), --seed S, --target NAME
 // (only that one). Prints one line per target:
 //   fuzz target=NAME iterations=N failures=F seconds=S accepted=K
+// and, on stderr, how far a target is every minute.
 // Exit status: 0 no failure, 1 a failure, 2 bad flags.
 #pragma once
 
