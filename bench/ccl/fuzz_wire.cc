@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fuzz_driver.h"
@@ -97,6 +99,27 @@ std::pair<net::Fd, net::Fd> socket_pair() {
   return {net::Fd(fds[0]), net::Fd(fds[1])};
 }
 
+// Sends a stream on a thread of its own, so that one longer than the
+// socket's buffer is read while it is written, then closes its end. A
+// reader that stops early closes its own end: the send then fails at once.
+class StreamWriter {
+ public:
+  StreamWriter(net::Fd fd, const std::string& bytes)
+      : thread_([fd = std::move(fd), &bytes]() mutable {
+          try {
+            net::send_all(fd.get(), bytes.data(), bytes.size(), Deadline::after(std::chrono::seconds(5)));
+          } catch (const CommError&) {
+            // The reader stopped first.
+          }
+        }) {}
+  ~StreamWriter() { thread_.join(); }
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+
+ private:
+  std::thread thread_;
+};
+
 // Polls the transport until it throws or every socket is closed. False when
 // it neither did within the round limit (a transport that spins).
 bool pump(detail::TcpTransport& transport) {
@@ -112,6 +135,13 @@ bool pump(detail::TcpTransport& transport) {
   return false;
 }
 
+// Resets the transport when it goes out of scope: declared after the
+// writer, it closes the reading sockets before the writer is joined.
+struct ClosesFirst {
+  std::optional<detail::TcpTransport>& transport;
+  ~ClosesFirst() { transport.reset(); }
+};
+
 // The input as one data socket's stream from rank 1 (its other socket
 // closed at once), into rank 0's transport with two receives posted.
 Verdict feed_data_frames(const std::string& input) {
@@ -120,24 +150,23 @@ Verdict feed_data_frames(const std::string& input) {
   std::vector<std::vector<net::Fd>> sockets(2);
   sockets[kPeer].push_back(std::move(mine0));
   sockets[kPeer].push_back(std::move(mine1));
-  detail::TcpTransport transport(0, std::move(sockets), 64 << 10);
   theirs1.reset();
-
   std::vector<char> collective(kCollectiveBytes), p2p(kP2PBytes);
   Request collective_recv{Request::Kind::recv, kPeer, kCollectiveKey, collective.data(), collective.size(),
                           collective_desc()};
   Request p2p_recv{Request::Kind::recv, kPeer, kP2PKey, p2p.data(), p2p.size(), p2p_desc()};
-  transport.begin_collective(1, collective_desc());
-  transport.post_recv(&collective_recv);
-  transport.post_recv(&p2p_recv);
+  std::optional<detail::TcpTransport> transport;
+  transport.emplace(0, std::move(sockets), 64 << 10);
+  transport->begin_collective(1, collective_desc());
+  transport->post_recv(&collective_recv);
+  transport->post_recv(&p2p_recv);
+  StreamWriter writer(std::move(theirs0), input);
+  ClosesFirst closes_first{transport};
   try {
-    // The stream fits the socket's buffer: written whole, then closed.
-    net::send_all(theirs0.get(), input.data(), input.size(), Deadline::after(std::chrono::seconds(1)));
-    theirs0.reset();
-    if (!pump(transport)) throw Inconsistent("the transport neither finished nor failed");
+    if (!pump(*transport)) throw Inconsistent("the transport neither finished nor failed");
   } catch (const CommError& e) {
     if (e.peer() != kPeer) throw Inconsistent("a CommError naming rank " + std::to_string(e.peer()) + ": " + e.what());
-    transport.drop_all();
+    transport->drop_all();
     return Verdict::refused;
   }
   // Closed with nothing thrown: only when nothing it waited for is missing.
@@ -168,9 +197,13 @@ std::vector<std::string> control_seeds() {
 Verdict feed_control(const std::string& input) {
   constexpr int kSize = 4;
   auto [mine, theirs] = socket_pair();
-  net::send_all(theirs.get(), input.data(), input.size(), Deadline::after(std::chrono::seconds(1)));
-  theirs.reset();
+  StreamWriter writer(std::move(theirs), input);
   int messages = 0;
+  // Stops reading at the first error: closing this end ends the writer's send.
+  struct Closes {
+    net::Fd& fd;
+    ~Closes() { fd.reset(); }
+  } closes{mine};
   try {
     while (true) {
       const detail::ControlMessage m =
