@@ -11,7 +11,7 @@
 //   client_session  a live client's set, get, add and wait answered with a
 //                   stream of frames by a server that proved the secret.
 // What the parsers accept must encode back to the same bytes. A live
-// server must drop a bad client within a second and go on serving good ones
+// server must drop a bad client within 5 s and go on serving good ones
 // (checked every 64 inputs with a real client); a client must answer a bad
 // reply with a giant::Error. Anything else (another exception, a crash, an
 // input that hangs) is a failure. The live targets take milliseconds an
@@ -43,7 +43,9 @@ using giant::fuzz::Target;
 using giant::fuzz::Verdict;
 
 const std::string kSecret = "giant-store-fuzz";
-constexpr auto kIo = std::chrono::seconds(1);
+// What a live exchange may take, in wall time. The server checks a blocked
+// client every 200 ms; the rest is room for a loaded machine.
+constexpr auto kIo = std::chrono::seconds(5);
 // A server collects what the inputs set: a fresh one every so often keeps memory flat.
 constexpr int kInputsPerServer = 2000;
 
@@ -60,7 +62,7 @@ std::vector<Bytes> frames_until_closed(int fd) {
   try {
     while (true) frames.push_back(wire::recv_frame(fd, 1 << 20, Deadline::after(kIo)));
   } catch (const TimeoutError&) {
-    throw Inconsistent("the server kept a client that had finished for over a second");
+    throw Inconsistent("the server kept a client that had finished for over 5 s");
   } catch (const CommError&) {
   } catch (const wire::ProtocolError&) {
   }

@@ -2,7 +2,7 @@
 # Every fuzzer at full length under AddressSanitizer and
 # UndefinedBehaviorSanitizer (leaks included): at least 1e6 mutated inputs
 # per target (the store's live targets 50,000: each input is a connection),
-# no crash, no leak, no input over a second. Builds the fuzzers
+# no crash, no leak, no input over a second of CPU. Builds the fuzzers
 # into BUILD_DIR (default build-fuzz) with GIANT_SANITIZE="address;undefined";
 # with --no-torch, only those that need no libtorch (every one but the run
 # config's: the sanitized libtorch layers take most of an hour to build).

@@ -2,9 +2,11 @@
 // and the mutants that were accepted), feed it to the target, and judge the
 // answer. A target answers `accepted` or `refused` (the error it owes a bad
 // input, caught by the target itself); anything it throws, and any input
-// that takes longer than a second, is a failure, printed with the input in
-// hex. A watchdog thread ends the process (exit 1, the input printed) when
-// one input hangs, so that a hang cannot pass as a slow run.
+// that takes more than a second of CPU (the process's, every thread's, so
+// that other jobs on the machine do not count), is a failure, printed with
+// the input in hex. A watchdog thread ends the process (exit 1, the input
+// printed) when one input runs 10 s of wall time, so that a hang cannot
+// pass as a slow run.
 //
 // The command line (fuzz_main): --iterations N (per target, default
 // 100000), --seconds S (per target, stops earlier; 0: no limit) or
@@ -58,7 +60,7 @@ struct Budget {
   int64_t iterations = 100000;
   double seconds = 0;  // 0: no time limit
   uint64_t seed = 1;
-  double max_input_seconds = 1;
+  double max_input_seconds = 1;  // of CPU
 };
 
 // A folder of a fuzzer's own under the system's temporary folder, removed
