@@ -96,21 +96,20 @@ class ServerUnderTest {
   int64_t checked_ = 0;
 };
 
-// Connects to the server and, unless `raw`, authenticates as a client does.
+// Connects to the server and, with `authenticate`, proves the secret as a
+// client does; without, only takes in the greeting.
 net::Fd connect_client(int port, bool authenticate) {
   const Deadline deadline = Deadline::after(kIo);
   net::Fd fd = net::connect_tcp("127.0.0.1", port, deadline);
-  Bytes hello = wire::recv_frame(fd.get(), wire::kMaxHandshakeFrame, deadline);
-  if (!authenticate) return fd;
-  wire::Nonce server_nonce;
-  std::memcpy(server_nonce.data(), hello.data() + sizeof wire::kMagic, wire::kNonceBytes);
-  const wire::Nonce client_nonce = wire::random_nonce();
-  const wire::Mac proof = wire::prove(kSecret, "giant-store-client", server_nonce);
-  wire::Writer answer;
-  answer.raw(proof.data(), proof.size()).raw(client_nonce.data(), client_nonce.size());
-  wire::send_frame(fd.get(), answer, deadline);
-  Bytes verdict = wire::recv_frame(fd.get(), wire::kMaxHandshakeFrame, deadline);
-  if (verdict.empty() || verdict[0] != 1) throw Inconsistent("the server refused the right secret");
+  if (!authenticate) {
+    wire::recv_frame(fd.get(), wire::kMaxHandshakeFrame, deadline);
+    return fd;
+  }
+  try {
+    wire::client_handshake(fd.get(), kSecret, "the server under test", deadline);
+  } catch (const Error& e) {
+    throw Inconsistent(std::string("the server refused the right secret: ") + e.what());
+  }
   return fd;
 }
 
@@ -242,23 +241,6 @@ std::vector<std::string> reply_payload_seeds() {
           answering(Op::wait, timeout)};
 }
 
-// The server side of a handshake, as the real server does it.
-void serve_handshake(int fd) {
-  const Deadline deadline = Deadline::after(kIo);
-  const wire::Nonce server_nonce = wire::random_nonce();
-  wire::Writer hello;
-  hello.raw(reinterpret_cast<const uint8_t*>(wire::kMagic), sizeof wire::kMagic)
-      .raw(server_nonce.data(), server_nonce.size());
-  wire::send_frame(fd, hello, deadline);
-  Bytes answer = wire::recv_frame(fd, wire::kMaxHandshakeFrame, deadline);
-  wire::Nonce client_nonce;
-  std::memcpy(client_nonce.data(), answer.data() + wire::kMacBytes, wire::kNonceBytes);
-  const wire::Mac proof = wire::prove(kSecret, "giant-store-server", client_nonce);
-  wire::Writer accept;
-  accept.u8(1).raw(proof.data(), proof.size());
-  wire::send_frame(fd, accept, deadline);
-}
-
 // A listening socket whose one connection is answered with the input as the
 // replies, after an honest handshake.
 class FakeServer {
@@ -271,7 +253,7 @@ class FakeServer {
     return std::thread([this, input] {
       try {
         net::Fd fd = net::accept_tcp(listener_.get(), Deadline::after(kIo));
-        serve_handshake(fd.get());
+        wire::serve_handshake(fd.get(), kSecret, Deadline::after(kIo));
         net::send_all(fd.get(), input.data(), input.size(), Deadline::after(kIo));
         ::shutdown(fd.get(), SHUT_WR);
         char sink[4096];

@@ -15,7 +15,6 @@
 #include <functional>
 #include <memory>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,20 +29,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using giant::fuzz::Inconsistent;
+using giant::fuzz::read_file;
 using giant::fuzz::Target;
 using giant::fuzz::Verdict;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> files_in(const std::string& folder) {
   std::vector<std::string> texts;
   for (const auto& entry : fs::directory_iterator(fs::path(GIANT_SOURCE_DIR) / folder)) {
-    if (entry.path().extension() == ".toml") texts.push_back(read_text(entry.path()));
+    if (entry.path().extension() == ".toml") texts.push_back(read_file(entry.path()));
   }
   return texts;
 }

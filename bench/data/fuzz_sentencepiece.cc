@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,17 +23,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using giant::fuzz::Inconsistent;
+using giant::fuzz::read_file;
 using giant::fuzz::Target;
 using giant::fuzz::Verdict;
 
 const std::string kText = "In the beginning God created the heaven and the earth. 123 \xc3\xa9\xe2\x82\xac \xf0\x9f\x98\x80";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // spm_train's model of `type` over the corpus's first 100 KB: small, so that
 // each input loads fast.

@@ -56,10 +56,7 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGIANT_SANITIZE="a
   -DGIANT_BUILD_BENCH=OFF -DGIANT_BUILD_TORCH=$torch > "$build_dir/configure.log"
 cmake --build "$build_dir" -j2 --target "${!fuzzers[@]}"
 
-# allocator_may_return_null: an allocation the host cannot make (a size off
-# the wire) must reach the code as a failed allocation, which it names.
-export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:abort_on_error=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The sanitizers' options are the fuzzers' own defaults (fuzz_driver.cc).
 status=0
 for name in $(printf '%s\n' "${!fuzzers[@]}" | sort); do
   "$build_dir/${fuzzers[$name]}" --iterations "$iterations" --total-seconds "$seconds" --seed "$seed" || status=1

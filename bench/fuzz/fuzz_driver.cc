@@ -1,15 +1,16 @@
 #include "fuzz_driver.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <typeinfo>
 
@@ -106,6 +107,13 @@ std::string judge(const Target& target, const std::string& input, double max_sec
 }
 
 }  // namespace
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
 
 TempFolder::TempFolder(const std::string& name) {
   std::string pattern = (std::filesystem::temp_directory_path() / (name + "-XXXXXX")).string();
@@ -210,3 +218,6 @@ int fuzz_main(int argc, char** argv, const std::string& description, const std::
 extern "C" const char* __asan_default_options() {
   return "allocator_may_return_null=1:max_allocation_size_mb=256:detect_leaks=1";
 }
+
+// UndefinedBehaviorSanitizer's: a report ends the run (a failure), with its stack.
+extern "C" const char* __ubsan_default_options() { return "print_stacktrace=1:halt_on_error=1"; }

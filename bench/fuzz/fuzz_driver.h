@@ -63,6 +63,9 @@ struct Budget {
   double max_input_seconds = 1;  // of CPU
 };
 
+// A file's bytes ("" when it cannot be read): the seeds fuzzers start from.
+std::string read_file(const std::filesystem::path& path);
+
 // A folder of a fuzzer's own under the system's temporary folder, removed
 // with everything in it when the fuzzer ends.
 class TempFolder {

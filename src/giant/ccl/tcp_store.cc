@@ -136,7 +136,7 @@ struct TcpStoreServer::Impl {
   void serve(Connection& connection) {
     bool authenticated = false;
     try {
-      handshake(connection);
+      serve_handshake(connection.fd, secret_, Deadline::after(limits_.handshake_timeout));
       authenticated = true;
       while (!stopping_) {
         Bytes request = recv_frame(connection.fd, max_request_bytes(), Deadline::never());
@@ -163,35 +163,6 @@ struct TcpStoreServer::Impl {
   void warn_dropped(const Connection& connection, const std::string& why) const {
     if (stopping_) return;  // shutting down drops everyone; nothing to report
     GIANT_LOG(warn) << "store server: dropping client " << connection.peer << ": " << why;
-  }
-
-  void handshake(const Connection& connection) {
-    int fd = connection.fd;
-    Deadline deadline = Deadline::after(limits_.handshake_timeout);
-    Nonce server_nonce = random_nonce();
-    Writer hello;
-    hello.raw(reinterpret_cast<const uint8_t*>(kMagic), sizeof kMagic).raw(server_nonce.data(), kNonceBytes);
-    send_frame(fd, hello, deadline);
-
-    Bytes answer = recv_frame(fd, kMaxHandshakeFrame, deadline);
-    if (answer.size() != kMacBytes + kNonceBytes) throw ProtocolError("malformed handshake");
-    Reader reader(answer);
-    const uint8_t* client_mac = reader.raw(kMacBytes);
-    Nonce client_nonce;
-    std::memcpy(client_nonce.data(), reader.raw(kNonceBytes), kNonceBytes);
-    if (!same_mac(prove(secret_, "giant-store-client", server_nonce), client_mac)) {
-      Writer refusal;
-      refusal.u8(0);
-      try {
-        send_frame(fd, refusal, deadline);
-      } catch (const CommError&) {
-      }
-      throw ProtocolError("authentication failed (wrong secret?)");
-    }
-    Mac server_mac = prove(secret_, "giant-store-server", client_nonce);
-    Writer accept;
-    accept.u8(1).raw(server_mac.data(), kMacBytes);
-    send_frame(fd, accept, deadline);
   }
 
   // Serves one request; false when the connection should close.
@@ -341,30 +312,6 @@ struct TcpStore::Impl {
 
   size_t max_reply_bytes() const { return limits.max_value_bytes + kFrameOverhead; }
 
-  void handshake(const std::string& secret, const Deadline& deadline) {
-    Bytes hello = recv_frame(fd.get(), kMaxHandshakeFrame, deadline);
-    if (hello.size() != sizeof kMagic + kNonceBytes || std::memcmp(hello.data(), kMagic, sizeof kMagic) != 0) {
-      throw Error("the server at " + where + " is not a Giant store (unexpected greeting)");
-    }
-    Nonce server_nonce;
-    std::memcpy(server_nonce.data(), hello.data() + sizeof kMagic, kNonceBytes);
-    Nonce client_nonce = random_nonce();
-    Mac client_mac = prove(secret, "giant-store-client", server_nonce);
-    Writer answer;
-    answer.raw(client_mac.data(), kMacBytes).raw(client_nonce.data(), kNonceBytes);
-    send_frame(fd.get(), answer, deadline);
-
-    Bytes verdict = recv_frame(fd.get(), kMaxHandshakeFrame, deadline);
-    if (verdict.size() == 1 && verdict[0] == 0) {
-      throw Error("store at " + where + " refused authentication: wrong secret?");
-    }
-    if (verdict.size() != 1 + kMacBytes || verdict[0] != 1 ||
-        !same_mac(prove(secret, "giant-store-server", client_nonce), verdict.data() + 1)) {
-      throw Error("store at " + where +
-                  " failed to prove it knows the secret: wrong secret on the server, or not a Giant store?");
-    }
-  }
-
   // Sends a request and returns the reply's payload. A fault breaks the
   // connection for good: a half-read reply would desynchronise the stream.
   Bytes call(Writer& request, const Deadline& reply_deadline, const std::string& what) {
@@ -425,7 +372,8 @@ TcpStore::TcpStore(const std::string& host, int port, const std::string& secret,
   Deadline deadline = Deadline::after(connect_timeout);
   impl_->fd = net::connect_tcp(host, port, deadline);
   try {
-    impl_->handshake(secret, deadline.earlier(Deadline::after(impl_->limits.handshake_timeout)));
+    client_handshake(impl_->fd.get(), secret, impl_->where,
+                     deadline.earlier(Deadline::after(impl_->limits.handshake_timeout)));
   } catch (const TimeoutError& e) {
     throw TimeoutError(-1, "timed out authenticating with the store at " + impl_->where + ": " + e.what());
   } catch (const ProtocolError& e) {

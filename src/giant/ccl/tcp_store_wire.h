@@ -132,6 +132,16 @@ class Reader {
     const uint8_t* p = take(n);
     return std::string(reinterpret_cast<const char*>(p), n);
   }
+  // A u32 count, then that many strings of at most max_bytes each. Each
+  // string takes at least its 4-byte length, so the count is bounded by the
+  // message before anything is reserved for it.
+  std::vector<std::string> str_list(size_t max_bytes) {
+    const uint32_t count = u32();
+    if (count > left_ / 4) throw ProtocolError("a list of more strings than the message holds");
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < count; ++i) out.push_back(str(max_bytes));
+    return out;
+  }
   Bytes rest() {
     Bytes out(data_, data_ + left_);
     left_ = 0;
@@ -153,6 +163,13 @@ class Reader {
   const uint8_t* data_;
   size_t left_;
 };
+
+// The server's side of the handshake on a client's new connection:
+// ProtocolError for a malformed or wrong proof (after telling the client).
+void serve_handshake(int fd, const std::string& secret, const Deadline& deadline);
+// The client's side, with the server at `where` (for messages): giant::Error
+// when the server refuses the proof or cannot prove its own.
+void client_handshake(int fd, const std::string& secret, const std::string& where, const Deadline& deadline);
 
 // A request as the server reads it.
 struct Request {
