@@ -7,7 +7,8 @@
 // failed on purpose (train.fault: killed in backward, killed while writing
 // a checkpoint, stopped in the optimizer step, hung; dp2, tp2, pp2, and dp2
 // x pp2 over two emulated hosts) under `giant launch --max-restarts 1` ends
-// the same way with no one resuming it by hand.
+// the same way with no one resuming it by hand, and with local copies every
+// step (checkpoint.local_every) from the step before the fault.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -139,6 +140,7 @@ struct FaultCase {
   const char* report = "";  // a line the failure writes besides the fault's own
   int processes = 2;
   const char* launch = "";  // giant launch's flags for both runs (the emulated hosts)
+  bool local = false;  // the faulty run keeps a local copy every step (checkpoint.local_every=1)
 };
 
 class RestartAfterFault : public ::testing::TestWithParam<FaultCase> {};
@@ -150,8 +152,10 @@ TEST_P(RestartAfterFault, EndsBitIdenticalToARunNeverInterrupted) {
   ASSERT_EQ(run_launch(reference_dir.path(), run_args(reference_out, c.layout), c.processes, "launch.log", c.launch),
             0)
       << read_file(reference_dir.path() + "/launch.log");
-  const std::string faulty = run_args(out, c.layout) + " --set ccl.timeout=5s --set train.fault=\\\"" + c.fault +
-                             "\\\" " + c.flags;
+  const std::string local = dir.path() + "/local";
+  const std::string faulty =
+      run_args(out, c.layout) + " --set ccl.timeout=5s --set train.fault=\\\"" + c.fault + "\\\" " + c.flags +
+      (c.local ? " --set checkpoint.local_every=1 --set checkpoint.local_dir=\\\"" + local + "\\\"" : "");
   ASSERT_EQ(run_launch(dir.path(), faulty, c.processes, "launch.log",
                        std::string(c.launch) + " --max-restarts 1 --restart-backoff 0"),
             0)
@@ -161,9 +165,10 @@ TEST_P(RestartAfterFault, EndsBitIdenticalToARunNeverInterrupted) {
   EXPECT_NE(log.find(c.report), std::string::npos) << log;
   EXPECT_NE(log.find(std::string("giant launch: restart 1 of 1 after ") + c.cause), std::string::npos) << log;
   const std::string resumed = std::to_string(c.resumed_from);
-  EXPECT_NE(log.find("resuming from " + out + "/checkpoints/step_0000000" + resumed + " at step " + resumed),
-            std::string::npos)
+  const std::string from = c.local ? local : out + "/checkpoints";
+  EXPECT_NE(log.find("resuming from " + from + "/step_0000000" + resumed + " at step " + resumed), std::string::npos)
       << log;
+  EXPECT_FALSE(fs::exists(local)) << "the finished run left its local copies";
   EXPECT_EQ(losses_of(out + "/metrics.jsonl"), losses_of(reference_out + "/metrics.jsonl"));
   const std::string restart_record = "{\"step\":" + resumed + ",\"restart\":1,\"steps_redone\":" +
                                      std::to_string(c.redone) + ",\"seconds_redone\":";
@@ -202,7 +207,13 @@ INSTANTIATE_TEST_SUITE_P(
         // finds the link back.
         FaultCase{"dp2xpp2_two_hosts_link_down_in_the_optimizer", "--set parallel.dp=2 --set parallel.pp=2",
                   "optimizer@6,rank=2,action=link_down,for=8", "rank ", 4, 1, "", "its host's link down", 4,
-                  "--emulate 2x2"}),
+                  "--emulate 2x2"},
+        // With a local copy every step (checkpoint.local_every), the
+        // restart resumes from the step before the fault: nothing redone.
+        FaultCase{"pp2_stopped_in_the_optimizer_local_copies", "--set parallel.pp=2 --set parallel.schedule=1f1b",
+                  "optimizer@7,rank=1,action=stop", "rank 0 exited with code", 6, 0, "", "", 2, "", true},
+        FaultCase{"dp2xpp2_two_hosts_killed_in_backward_local_copies", "--set parallel.dp=2 --set parallel.pp=2",
+                  "backward@6,rank=2", "rank 2 was killed by signal 9", 5, 0, "", "", 4, "--emulate 2x2", true}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

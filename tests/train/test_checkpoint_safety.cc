@@ -5,7 +5,11 @@
 // previous one and says so;
 // checkpoint.keep keeps the newest; a save that runs out of disk leaves the
 // previous checkpoint the latest and usable; async saves are the same
-// checkpoints as synchronous ones.
+// checkpoints as synchronous ones. The local tier (checkpoint.local_every):
+// a run that fails resumes from its newest local copy when that is newer
+// than checkpoint.dir's, ends bitwise as a run never interrupted, and
+// leaves no copy behind; a local folder that cannot be written, or that
+// the ranks do not share, is refused before training naming the key.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,11 +20,13 @@
 #include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/checkpoint/loader.h"
 #include "giant/checkpoint/manifest.h"
+#include "train/support/checkpoint_compare.h"
 #include "train/support/launch_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using giant::train::test::expect_same_state;
 using giant::train::test::giant_binary;
 using giant::train::test::read_file;
 using giant::train::test::run_train;
@@ -163,6 +169,67 @@ TEST(CheckpointSafety, AsyncSavesTheSameCheckpoints) {
     const fs::path b = fs::path(dir.path()) / "async/checkpoints" / name / "rank_00000.safetensors";
     EXPECT_TRUE(read_file(a.string()) == read_file(b.string())) << name << " differs";
   }
+}
+
+// Durable checkpoints every 4 steps, a local copy every step: failed in
+// step 6's optimizer step, the run resumes from the local step 5 (newer
+// than the durable step 4), not from step 4.
+TEST(CheckpointSafety, LocalTierResumesFromItsNewestCopy) {
+  TempDir dir("giant-ckpt-local");
+  const std::string local = dir.path() + "/local";
+  const std::string tiers = "--set checkpoint.every=4 --set checkpoint.local_every=1 --set checkpoint.local_dir=\"" +
+                            local + "\" ";
+  const std::string reference_log = dir.path() + "/reference.log", failed_log = dir.path() + "/failed.log";
+  ASSERT_EQ(run_train(train_args(dir.path() + "/reference", 7, "--set checkpoint.every=4"), reference_log), 0)
+      << read_file(reference_log);
+  const std::string out = dir.path() + "/out";
+  EXPECT_EQ(run_train(train_args(out, 7, tiers + "--set train.fault=\"optimizer@6,action=exit\""), failed_log), 1)
+      << read_file(failed_log);
+  EXPECT_NE(read_file(failed_log).find("local checkpoints every 1 step in " + local), std::string::npos)
+      << read_file(failed_log);
+  // Only the newest copy is kept; the durable tier has its step 4.
+  const auto copies = giant::checkpoint::list_checkpoints(local);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].filename(), "step_00000005");
+  EXPECT_EQ(giant::checkpoint::list_checkpoints(fs::path(out) / "checkpoints").size(), 1u);
+
+  const std::string resumed_log = dir.path() + "/resumed.log";
+  ASSERT_EQ(run_train(train_args(out, 7, tiers), resumed_log), 0) << read_file(resumed_log);
+  const std::string text = read_file(resumed_log);
+  EXPECT_NE(text.find("resuming from " + local + "/step_00000005 at step 5"), std::string::npos) << text;
+  expect_same_state(fs::path(dir.path()) / "reference/checkpoints/step_00000007",
+                    fs::path(out) / "checkpoints/step_00000007");
+  EXPECT_FALSE(fs::exists(local)) << "the finished run left its local copies";
+}
+
+TEST(CheckpointSafety, LocalTierInAFolderThatCannotBeWrittenIsRefused) {
+  TempDir dir("giant-ckpt-local-bad");
+  const std::string log = dir.path() + "/bad.log";
+  const std::string args = train_args(dir.path() + "/out", 2,
+                                      "--set checkpoint.local_every=1 --set checkpoint.local_dir=\"/proc/version/x\"");
+  EXPECT_EQ(run_train(args, log), 2) << read_file(log);
+  EXPECT_NE(read_file(log).find("'checkpoint.local_dir': cannot write into '/proc/version/x'"), std::string::npos)
+      << read_file(log);
+}
+
+// Two ranks, each with its own memory mounted at the local folder (a mount
+// namespace each, as two hosts' /dev/shm): refused before the first step.
+TEST(CheckpointSafety, LocalTierTheRanksDoNotShareIsRefused) {
+  TempDir dir("giant-ckpt-local-apart");
+  const std::string local = dir.path() + "/local", log = dir.path() + "/launch.log";
+  fs::create_directories(local);
+  const std::string args = train_args(dir.path() + "/out", 2,
+                                      "--set parallel.dp=2 --set train.micro_batch=2 --set checkpoint.local_every=1 --set checkpoint.local_dir=\"" +
+                                          local + "\"");
+  const std::string command = giant_binary() + " launch --nproc 2 -- unshare -m sh -c 'mount -t tmpfs tmpfs " + local +
+                              " && exec " + giant_binary() + " train " + args + "' > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << read_file(log);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << read_file(log);
+  EXPECT_NE(read_file(log).find("'checkpoint.local_dir': '" + local + "' is not one folder every rank sees"),
+            std::string::npos)
+      << read_file(log);
+  EXPECT_EQ(read_file(log).find("step 1/2"), std::string::npos) << read_file(log);
 }
 
 }  // namespace

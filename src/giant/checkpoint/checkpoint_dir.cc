@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "giant/base/hash.h"
 #include "giant/checkpoint/safetensors.h"
 
 namespace giant::checkpoint {
@@ -60,6 +61,25 @@ fs::path resolve_checkpoint(const fs::path& dir) {
   if (fs::is_regular_file(dir / "manifest.json", error)) return dir;
   if (const auto latest = latest_checkpoint(dir)) return *latest;
   throw FormatError("'" + dir.string() + "' is neither a checkpoint (no manifest.json) nor a checkpoint.dir (no latest)");
+}
+
+fs::path default_local_root(const fs::path& root) {
+  std::error_code error;
+  const fs::path memory = "/dev/shm";
+  const fs::path base = fs::is_directory(memory, error) ? memory : fs::temp_directory_path();
+  char name[48];
+  std::snprintf(name, sizeof(name), "giant-checkpoints-%016llx",
+                static_cast<unsigned long long>(fnv1a(fs::absolute(root).lexically_normal().string())));
+  return base / name;
+}
+
+void remove_checkpoints(const fs::path& root) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    const std::string name = entry.path().filename().string();
+    if (step_of_folder(name) || name.rfind(".tmp.", 0) == 0 || name == "latest") fs::remove_all(entry.path(), error);
+  }
+  if (fs::is_empty(root, error)) fs::remove(root, error);
 }
 
 }  // namespace giant::checkpoint

@@ -1,5 +1,6 @@
 #include "giant/checkpoint/loader.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -126,7 +127,7 @@ std::optional<std::vector<uint8_t>> CheckpointLoader::read_blob(const std::strin
 }
 
 std::optional<fs::path> choose_resume_checkpoint(
-    const std::string& resume, const fs::path& root,
+    const std::string& resume, const std::vector<fs::path>& roots,
     const std::function<std::vector<std::string>(const fs::path&)>& problems_of, std::ostream& log) {
   if (resume.empty()) return std::nullopt;
   auto first_lines = [](const std::vector<std::string>& problems) {
@@ -148,7 +149,16 @@ std::optional<fs::path> choose_resume_checkpoint(
     if (!problems.empty()) throw FormatError("train.resume: checkpoint '" + chosen.string() + "' is unusable:" + first_lines(problems));
     return chosen;
   }
-  const std::vector<fs::path> candidates = list_checkpoints(root);
+  // Newest first over every root; at the same step, the earlier root's.
+  std::vector<std::pair<int64_t, fs::path>> found;
+  for (const fs::path& root : roots) {
+    for (fs::path& folder : list_checkpoints(root)) {
+      found.emplace_back(*step_of_folder(folder.filename().string()), std::move(folder));
+    }
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<fs::path> candidates;
+  for (auto& [step, folder] : found) candidates.push_back(std::move(folder));
   for (size_t i = 0; i < candidates.size(); ++i) {
     const auto problems = problems_of(candidates[i]);
     if (problems.empty()) return candidates[i];
@@ -158,7 +168,9 @@ std::optional<fs::path> choose_resume_checkpoint(
         << "\n";
   }
   if (!candidates.empty()) {
-    throw FormatError("train.resume=auto: no checkpoint in '" + root.string() + "' is usable (set train.resume=\"\" to start over)");
+    std::string where;
+    for (const fs::path& root : roots) where += (where.empty() ? "'" : " or '") + root.string() + "'";
+    throw FormatError("train.resume=auto: no checkpoint in " + where + " is usable (set train.resume=\"\" to start over)");
   }
   return std::nullopt;
 }

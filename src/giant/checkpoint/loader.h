@@ -44,14 +44,15 @@ class CheckpointLoader {
 
 // What train.resume picks: "" never; a path, that checkpoint (or the one
 // its `latest` names when it is a checkpoint.dir); "auto", the newest good
-// checkpoint in `root`, if any. `problems_of(dir)` lists what is wrong
+// checkpoint in any of `roots` (checkpoint.dir, then the local tier's; at
+// the same step the earlier root's), if any. `problems_of(dir)` lists what is wrong
 // with a candidate (empty: good; collective under several ranks: every
 // rank must reach the same answer); a bad newest checkpoint is reported on
 // `log` and the previous one tried. FormatError when an explicitly named
 // checkpoint is bad, or under auto when checkpoints exist and none is good;
 // nullopt when there is nothing to resume from.
 std::optional<std::filesystem::path> choose_resume_checkpoint(
-    const std::string& resume, const std::filesystem::path& root,
+    const std::string& resume, const std::vector<std::filesystem::path>& roots,
     const std::function<std::vector<std::string>(const std::filesystem::path&)>& problems_of,
     std::ostream& log);
 

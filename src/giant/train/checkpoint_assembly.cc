@@ -57,15 +57,15 @@ checkpoint::Manifest manifest_at(const CheckpointedParts& parts, const StepCount
   return m;
 }
 
-void save_checkpoint(const CheckpointedParts& parts, const StepCounters& counters) {
+void save_checkpoint(const CheckpointedParts& parts, const StepCounters& counters, RunCheckpoints::Tier tier) {
   if (parts.state.sync) parts.state.sync->wait_parameters();  // a ZeRO gather in flight writes the parameters
   std::vector<checkpoint::Blob> blobs = {generator_state_blob(parts.topology.world_rank())};
   if (parts.state.sync) {
     std::vector<uint8_t> feedback = parts.state.sync->wire_feedback();
     if (!feedback.empty()) blobs.push_back({wire_feedback_blob_name(parts.topology.world_rank()), std::move(feedback)});
   }
-  parts.checkpoints.save(manifest_at(parts, counters), slices_to_save(held_tensors(parts.state, parts.topology)),
-                         blobs);
+  parts.checkpoints.save(tier, manifest_at(parts, counters),
+                         slices_to_save(held_tensors(parts.state, parts.topology)), blobs);
 }
 
 namespace {

@@ -50,8 +50,9 @@ struct ResumePoint {
 // Views of what this rank holds, as checkpoint_state.h slices them.
 HeldTensors held_tensors(const ModelState& state, const RunTopology& topology);
 checkpoint::Manifest manifest_at(const CheckpointedParts& parts, const StepCounters& counters);
-// Saves (collective; waits for a ZeRO gather in flight first).
-void save_checkpoint(const CheckpointedParts& parts, const StepCounters& counters);
+// Saves into the tier (collective; waits for a ZeRO gather in flight first).
+void save_checkpoint(const CheckpointedParts& parts, const StepCounters& counters,
+                     RunCheckpoints::Tier tier = RunCheckpoints::Tier::durable);
 // Loads `checkpoint_dir` into the model state and the data position, says
 // where it resumed and what changed (or refuses: ConfigError).
 ResumePoint resume_from(const CheckpointedParts& parts, const std::filesystem::path& checkpoint_dir);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -31,11 +32,65 @@ checkpoint::SaverOptions saver_options(const RunConfig& config, const FaultInjec
   return options;
 }
 
+// The local tier's: its folder, only the newest kept, written at once (a
+// copy into memory takes about as long as the background save's own copy).
+checkpoint::SaverOptions local_saver_options(const RunConfig& config, const FaultInjector& faults) {
+  checkpoint::SaverOptions options = saver_options(config, faults);
+  options.root = config.checkpoint.local_dir;
+  options.keep = 1;
+  options.background = false;
+  return options;
+}
+
+bool on_every_rank(bool value, ccl::Communicator* world) {
+  if (world == nullptr || world->size() == 1) return value;
+  at::Tensor flag = at::full({1}, value ? 1 : 0, at::kInt);
+  parallel::allreduce_(flag, *world, ccl::ReduceOp::min);
+  return flag.item<int>() == 1;
+}
+
+// Whether every rank sees the same local folder (collective): each writes a
+// file into it and looks for the others'. A folder in each host's own
+// memory is not one the ranks of several hosts share, and a checkpoint's
+// parts must meet in one folder. ConfigError naming the key when not.
+void check_local_root_shared(const fs::path& root, ccl::Communicator* world) {
+  const int rank = world ? world->rank() : 0, size = world ? world->size() : 1;
+  const fs::path mine = root / (".tmp.probe.rank_" + std::to_string(rank));
+  std::error_code error;
+  fs::create_directories(root, error);
+  if (!error) std::ofstream(mine).put('\n');
+  const bool written = !error && fs::exists(mine, error);
+  if (!on_every_rank(written, world)) {
+    throw ConfigError("checkpoint.local_dir", "cannot write into '" + root.string() + "'" +
+                                                  (written ? " on another rank (see its log)" : ""));
+  }
+  int missing = -1;
+  for (int r = 0; r < size && missing < 0; ++r) {
+    if (!fs::exists(root / (".tmp.probe.rank_" + std::to_string(r)), error)) missing = r;
+  }
+  const bool shared = on_every_rank(missing < 0, world);
+  fs::remove(mine, error);
+  if (!shared) {
+    throw ConfigError("checkpoint.local_dir",
+                      "'" + root.string() + "' is not one folder every rank sees" +
+                          (missing >= 0 ? " (rank " + std::to_string(rank) + " does not see rank " +
+                                              std::to_string(missing) + "'s file in it)"
+                                        : "") +
+                          ": name a folder on storage all hosts share, or set checkpoint.local_every = 0");
+  }
+}
+
 }  // namespace
 
 RunCheckpoints::RunCheckpoints(const RunConfig& config, ccl::Communicator* world, Progress& progress,
                                const FaultInjector& faults)
-    : config_(config), world_(world), progress_(progress), saver_(saver_options(config, faults), world) {}
+    : config_(config), world_(world), progress_(progress), durable_(saver_options(config, faults), world) {
+  if (config.checkpoint.local_every <= 0) return;
+  check_local_root_shared(config.checkpoint.local_dir, world);
+  local_ = std::make_unique<checkpoint::CheckpointSaver>(local_saver_options(config, faults), world);
+  progress_.line("local checkpoints every " + std::to_string(config.checkpoint.local_every) + " step" +
+                 (config.checkpoint.local_every == 1 ? "" : "s") + " in " + config.checkpoint.local_dir);
+}
 
 checkpoint::SavedLayout RunCheckpoints::layout() const {
   const Layout& l = config_.layout;
@@ -91,7 +146,9 @@ std::optional<fs::path> RunCheckpoints::choose_resume() {
   Stopwatch watch;
   std::optional<fs::path> chosen;
   try {
-    chosen = checkpoint::choose_resume_checkpoint(config_.checkpoint.resume, config_.checkpoint.dir,
+    std::vector<fs::path> roots{config_.checkpoint.dir};
+    if (local_) roots.emplace_back(config_.checkpoint.local_dir);
+    chosen = checkpoint::choose_resume_checkpoint(config_.checkpoint.resume, roots,
                                                   [this](const fs::path& c) { return problems_of(c); }, log);
   } catch (...) {
     show_log();
@@ -102,24 +159,35 @@ std::optional<fs::path> RunCheckpoints::choose_resume() {
   return chosen;
 }
 
-bool RunCheckpoints::due(int64_t steps_done) const {
-  const int64_t every = config_.checkpoint.every;
-  return steps_done == config_.train.steps || (every > 0 && steps_done % every == 0);
+std::optional<RunCheckpoints::Tier> RunCheckpoints::due(int64_t steps_done) const {
+  const int64_t every = config_.checkpoint.every, local_every = config_.checkpoint.local_every;
+  if (steps_done == config_.train.steps || (every > 0 && steps_done % every == 0)) return Tier::durable;
+  if (local_ && steps_done % local_every == 0) return Tier::local;
+  return std::nullopt;
 }
 
-double RunCheckpoints::save(const checkpoint::Manifest& meta, const std::vector<checkpoint::TensorSlice>& owned,
+double RunCheckpoints::save(Tier tier, const checkpoint::Manifest& meta,
+                            const std::vector<checkpoint::TensorSlice>& owned,
                             const std::vector<checkpoint::Blob>& blobs) {
-  if (saver_.in_flight()) report(saver_.wait());
+  // A local copy says nothing: one every few steps would bury the log.
+  if (tier == Tier::local) return local_->save(meta, owned, blobs);
+  if (durable_.in_flight()) report(durable_.wait());
   saving_step_ = meta.step;
   save_started_ = clock_.seconds();
-  held_s_ = saver_.save(meta, owned, blobs);
-  if (!saver_.in_flight()) report(fs::path(config_.checkpoint.dir) / checkpoint::step_folder_name(meta.step));
+  held_s_ = durable_.save(meta, owned, blobs);
+  if (!durable_.in_flight()) report(fs::path(config_.checkpoint.dir) / checkpoint::step_folder_name(meta.step));
   return held_s_;
 }
 
-void RunCheckpoints::poll() { report(saver_.poll()); }
+void RunCheckpoints::poll() { report(durable_.poll()); }
 
-void RunCheckpoints::finish() { report(saver_.wait()); }
+void RunCheckpoints::finish() {
+  report(durable_.wait());
+  if (!local_) return;
+  // Every rank is past its last local save before the leader removes them.
+  on_every_rank(true, world_);
+  if (world_ == nullptr || world_->rank() == 0) checkpoint::remove_checkpoints(config_.checkpoint.local_dir);
+}
 
 void RunCheckpoints::report(const std::optional<fs::path>& committed) {
   if (!committed) return;

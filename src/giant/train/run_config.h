@@ -110,6 +110,11 @@ struct CheckpointSettings {
   int64_t every = 0;   // steps between saves; 0: only at the end
   int64_t keep = 3;    // newest checkpoints kept
   bool async = false;  // written by a background thread while training goes on
+  // The local tier: a copy every local_every steps (0: none) in local_dir
+  // (resolved: a folder under /dev/shm named after dir when the key is
+  // empty), only the newest kept, removed when the run finishes.
+  int64_t local_every = 0;
+  std::string local_dir;
   std::string resume = "auto";  // "auto", "" (never) or a checkpoint path
 };
 

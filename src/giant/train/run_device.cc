@@ -11,14 +11,6 @@ namespace {
 
 constexpr const char* kKey = "train.device";
 
-bool whole_number(const std::string& text) {
-  if (text.empty() || text.size() > 4) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
 std::string cuda_name(int index) { return "cuda:" + std::to_string(index); }
 
 // The CUDA device a rank asking for `setting` gets; ConfigError when it has none.
@@ -46,19 +38,6 @@ int cuda_index(const DeviceSetting& setting, const std::string& asked, int local
 
 // Its CUDA library registers the CUDA device guard when it loads.
 bool cuda_in_libtorch() { return c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA); }
-
-const char* device_syntax() { return "auto, cpu, cuda or cuda:N"; }
-
-DeviceSetting parse_device(const std::string& text) {
-  if (text == "auto") return {DeviceSetting::Kind::automatic, -1};
-  if (text == "cpu") return {DeviceSetting::Kind::cpu, -1};
-  if (text == "cuda") return {DeviceSetting::Kind::cuda, -1};
-  const std::string prefix = "cuda:";
-  if (text.compare(0, prefix.size(), prefix) == 0 && whole_number(text.substr(prefix.size()))) {
-    return {DeviceSetting::Kind::cuda, std::stoi(text.substr(prefix.size()))};
-  }
-  throw ConfigError(kKey, std::string("must be ") + device_syntax() + ", got '" + text + "'");
-}
 
 std::string resolve_device(TrainSettings& train, int local_rank) {
   const DeviceSetting setting = parse_device(train.device);

@@ -11,26 +11,14 @@
 
 #include <c10/core/Device.h>
 
+#include "giant/train/device_setting.h"
 #include "giant/train/run_config.h"
 
 namespace giant::train {
 
-struct DeviceSetting {
-  enum class Kind { automatic, cpu, cuda };
-  Kind kind = Kind::automatic;
-  int index = -1;  // cuda:N's N; -1: cuda without one (the local rank's)
-};
-
 // Whether the libtorch in this process has CUDA (whether or not a device is
 // visible).
 bool cuda_in_libtorch();
-
-// "auto, cpu, cuda or cuda:N".
-const char* device_syntax();
-
-// Reads a train.device value; ConfigError naming the key when it is none of
-// device_syntax()'s forms.
-DeviceSetting parse_device(const std::string& text);
 
 // Settles train.device for a rank of local rank `local_rank` on its host:
 // rewrites train.device to "cpu" or "cuda:N" and returns a line saying what

@@ -8,8 +8,9 @@
 
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
+#include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/train/fault_injection.h"
-#include "giant/train/run_device.h"
+#include "giant/train/device_setting.h"
 
 namespace giant::train {
 namespace {
@@ -359,6 +360,18 @@ void add_data_and_checkpoint_keys(std::vector<RunKey>& keys) {
   keys.push_back(boolean("checkpoint.async", in_checkpoint(&C::async),
                          "copy the state to memory at the step and write it from a background thread while "
                          "training goes on"));
+  keys.push_back(integer("checkpoint.local_every", in_checkpoint(&C::local_every), not_negative("0: none"),
+                         "also save a copy in checkpoint.local_dir every this many steps (0: none), so that a "
+                         "restart loses at most these steps; only the newest copy is kept"));
+  keys.push_back(followed_by(text("checkpoint.local_dir", in_checkpoint(&C::local_dir), Empty::allowed,
+                                  "where checkpoint.local_every's copies go: a fast folder every rank sees "
+                                  "(empty: one under /dev/shm named after checkpoint.dir); removed when the run "
+                                  "finishes"),
+                             [](RunConfig& c) {
+                               if (c.checkpoint.local_dir.empty()) {
+                                 c.checkpoint.local_dir = checkpoint::default_local_root(c.checkpoint.dir).string();
+                               }
+                             }));
   keys.push_back(text("train.resume", in_checkpoint(&C::resume), Empty::allowed,
                       "auto (the latest good checkpoint in checkpoint.dir, if any), \"\" (never) or a checkpoint "
                       "path"));

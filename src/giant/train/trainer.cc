@@ -137,8 +137,9 @@ struct Trainer::State {
   // One step: forward, backward, update, report, evaluation, checkpoint;
   // false when a stop signal ends the run after it.
   bool run_step(int64_t step, Loop& loop);
-  // Saves the checkpoint of step `step`, as the hang watchdog's checkpoint phase.
-  void save_step(int64_t step, Loop& loop);
+  // Saves the checkpoint of step `step` into the tier, as the hang
+  // watchdog's checkpoint phase.
+  void save_step(int64_t step, Loop& loop, RunCheckpoints::Tier tier = RunCheckpoints::Tier::durable);
   void finish_done_run(Loop& loop);
 };
 
@@ -402,9 +403,10 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
     loop.summary.val_loss = evaluate();
     loop.reporter.evaluation(step + 1, report.loss, loop.summary.val_loss, loop.run_watch.seconds());
   }
-  const bool saved = checkpoints->due(step + 1);
-  if (saved) {
-    save_step(step + 1, loop);
+  const std::optional<RunCheckpoints::Tier> due = checkpoints->due(step + 1);
+  const bool saved = due == RunCheckpoints::Tier::durable;
+  if (due) {
+    save_step(step + 1, loop, *due);
   } else {
     checkpoints->poll();
   }
@@ -418,9 +420,9 @@ bool Trainer::State::run_step(int64_t step, Loop& loop) {
   return true;
 }
 
-void Trainer::State::save_step(int64_t step, Loop& loop) {
+void Trainer::State::save_step(int64_t step, Loop& loop, RunCheckpoints::Tier tier) {
   phases.mark(FaultPhase::checkpoint, step);
-  save_checkpoint(checkpointed(), loop.counters(step));
+  save_checkpoint(checkpointed(), loop.counters(step), tier);
 }
 
 // A run resumed from a checkpoint that had done every step: evaluates, and
