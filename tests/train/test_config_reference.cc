@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "giant/checkpoint/checkpoint_dir.h"
 #include "giant/train/config_reference.h"
 #include "giant/train/run_keys.h"
 #include "train/support/giant_process.h"
@@ -71,14 +72,15 @@ TEST(KeyTable, EachKeyOnceWithHelp) {
 
 // Each key reads into the field it takes its default from: the defaults read
 // back are RunConfig's initial values (checkpoint.dir aside, resolved under
-// train.out_dir when empty).
+// train.out_dir when empty, and checkpoint.local_dir, named after it).
 TEST(KeyTable, StructDefaultsAreTheKeysDefaults) {
   Tunables defaults;
   define_run_keys(defaults);
   const RunConfig read = run_config_from(defaults);
   EXPECT_EQ(read.checkpoint.dir, read.train.out_dir + "/checkpoints");
+  EXPECT_EQ(read.checkpoint.local_dir, checkpoint::default_local_root(read.checkpoint.dir).string());
   for (const RunKey& key : run_keys()) {
-    if (key.name == "checkpoint.dir") continue;
+    if (key.name == "checkpoint.dir" || key.name == "checkpoint.local_dir") continue;
     Tunables again;
     key.define(again, read);
     EXPECT_EQ(again.value_text(key.name), defaults.value_text(key.name)) << key.name;
