@@ -9,7 +9,8 @@
 // a run that fails resumes from its newest local copy when that is newer
 // than checkpoint.dir's, ends bitwise as a run never interrupted, and
 // leaves no copy behind; a local folder that cannot be written, or that
-// the ranks do not share, is refused before training naming the key.
+// the ranks do not share, is refused before training naming the key; one
+// that runs out of room costs only its copies.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -230,6 +231,27 @@ TEST(CheckpointSafety, LocalTierTheRanksDoNotShareIsRefused) {
             std::string::npos)
       << read_file(log);
   EXPECT_EQ(read_file(log).find("step 1/2"), std::string::npos) << read_file(log);
+}
+
+// The local folder on a tmpfs too small for one copy (a mount of its own:
+// unshare -m): each local save fails and says so, and the run trains on to
+// its end with its durable checkpoints.
+TEST(CheckpointSafety, LocalTierOutOfRoomWarnsAndTrainsOn) {
+  TempDir dir("giant-ckpt-local-full");
+  const std::string mount = dir.path() + "/memory";
+  fs::create_directories(mount);
+  const std::string out = dir.path() + "/out";
+  const std::string args = train_args(out, 3, "--set checkpoint.every=3 --set checkpoint.local_every=1 "
+                                              "--set checkpoint.local_dir=\"" + mount + "/local\"");
+  const std::string log = dir.path() + "/full.log";
+  const std::string script = "mount -t tmpfs -o size=100k tmpfs " + mount + " && " + giant_binary() + " train " + args;
+  const int status = std::system(("unshare -m sh -c '" + script + "' > " + log + " 2>&1").c_str());
+  const std::string text = read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
+  EXPECT_NE(text.find("the checkpoint of step 1 failed"), std::string::npos) << text;
+  EXPECT_NE(text.find("(a local copy: training goes on; checkpoint.dir is untouched)"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(fs::path(out) / "checkpoints/step_00000003/manifest.json")) << text;
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "giant/base/synced_files.h"
 #include "giant/base/timer.h"
 #include "giant/ccl/communicator.h"
-#include "giant/parallel/tensor_collectives.h"
+#include "giant/parallel/agreement.h"
 
 namespace giant::checkpoint {
 namespace {
@@ -100,12 +100,7 @@ struct CheckpointSaver::State {
   bool leader() const { return rank == 0; }
 
   // Whether `value` holds on every rank (collective).
-  bool on_every_rank(bool value) const {
-    if (world == nullptr || size == 1) return value;
-    at::Tensor flag = at::full({1}, value ? 1 : 0, at::kInt);
-    parallel::allreduce_(flag, *world, ccl::ReduceOp::min);
-    return flag.item<int>() == 1;
-  }
+  bool on_every_rank(bool value) const { return parallel::on_every_rank(value, world); }
 
   void begin(const Manifest& m, Part part);
   std::optional<fs::path> commit();

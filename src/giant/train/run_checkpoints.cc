@@ -12,7 +12,7 @@
 #include "giant/base/units.h"
 #include "giant/ccl/communicator.h"
 #include "giant/checkpoint/loader.h"
-#include "giant/parallel/tensor_collectives.h"
+#include "giant/parallel/agreement.h"
 #include "giant/train/checkpoint_tokenizer.h"
 #include "giant/train/resume_check.h"
 #include "giant/train/run_report.h"
@@ -42,13 +42,6 @@ checkpoint::SaverOptions local_saver_options(const RunConfig& config, const Faul
   return options;
 }
 
-bool on_every_rank(bool value, ccl::Communicator* world) {
-  if (world == nullptr || world->size() == 1) return value;
-  at::Tensor flag = at::full({1}, value ? 1 : 0, at::kInt);
-  parallel::allreduce_(flag, *world, ccl::ReduceOp::min);
-  return flag.item<int>() == 1;
-}
-
 // Whether every rank sees the same local folder (collective): each writes a
 // file into it and looks for the others'. A folder in each host's own
 // memory is not one the ranks of several hosts share, and a checkpoint's
@@ -60,7 +53,7 @@ void check_local_root_shared(const fs::path& root, ccl::Communicator* world) {
   fs::create_directories(root, error);
   if (!error) std::ofstream(mine).put('\n');
   const bool written = !error && fs::exists(mine, error);
-  if (!on_every_rank(written, world)) {
+  if (!parallel::on_every_rank(written, world)) {
     throw ConfigError("checkpoint.local_dir", "cannot write into '" + root.string() + "'" +
                                                   (written ? " on another rank (see its log)" : ""));
   }
@@ -68,7 +61,7 @@ void check_local_root_shared(const fs::path& root, ccl::Communicator* world) {
   for (int r = 0; r < size && missing < 0; ++r) {
     if (!fs::exists(root / (".tmp.probe.rank_" + std::to_string(r)), error)) missing = r;
   }
-  const bool shared = on_every_rank(missing < 0, world);
+  const bool shared = parallel::on_every_rank(missing < 0, world);
   fs::remove(mine, error);
   if (!shared) {
     throw ConfigError("checkpoint.local_dir",
@@ -123,9 +116,7 @@ std::vector<std::string> RunCheckpoints::problems_of(const fs::path& candidate) 
     problems.push_back(e.what());
   }
   if (world_ == nullptr || size == 1) return problems;
-  at::Tensor bad = at::full({1}, problems.empty() ? 0 : 1 + rank, at::kInt);
-  parallel::allreduce_(bad, *world_, ccl::ReduceOp::max);
-  const int first_bad = bad.item<int>() - 1;
+  const int first_bad = parallel::largest_on_any_rank(problems.empty() ? 0 : 1 + rank, world_) - 1;
   if (!problems.empty() && rank != 0) {
     for (const auto& line : problems) std::cerr << "rank " << rank << ": " << line << "\n";
   }
@@ -169,8 +160,20 @@ std::optional<RunCheckpoints::Tier> RunCheckpoints::due(int64_t steps_done) cons
 double RunCheckpoints::save(Tier tier, const checkpoint::Manifest& meta,
                             const std::vector<checkpoint::TensorSlice>& owned,
                             const std::vector<checkpoint::Blob>& blobs) {
-  // A local copy says nothing: one every few steps would bury the log.
-  if (tier == Tier::local) return local_->save(meta, owned, blobs);
+  if (tier == Tier::local) {
+    // A local copy says nothing (one every few steps would bury the log),
+    // and one that fails (its folder full) costs only itself: the ranks
+    // agree on the failure, the folder keeps its previous copy, training
+    // goes on. A peer lost midway is the run's failure, as anywhere.
+    try {
+      return local_->save(meta, owned, blobs);
+    } catch (const CommError&) {
+      throw;
+    } catch (const Error& e) {
+      progress_.warning(std::string(e.what()) + " (a local copy: training goes on; checkpoint.dir is untouched)");
+      return 0;
+    }
+  }
   if (durable_.in_flight()) report(durable_.wait());
   saving_step_ = meta.step;
   save_started_ = clock_.seconds();
@@ -185,7 +188,7 @@ void RunCheckpoints::finish() {
   report(durable_.wait());
   if (!local_) return;
   // Every rank is past its last local save before the leader removes them.
-  on_every_rank(true, world_);
+  parallel::on_every_rank(true, world_);
   if (world_ == nullptr || world_->rank() == 0) checkpoint::remove_checkpoints(config_.checkpoint.local_dir);
 }
 

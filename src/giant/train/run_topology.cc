@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "giant/base/units.h"
+#include "giant/parallel/agreement.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/planner/comm_model.h"
 
@@ -23,17 +24,11 @@ double RunTopology::from_last_stage(double value, bool holds_loss) const {
 }
 
 int RunTopology::largest_on_any_rank(int value) const {
-  if (!mesh) return value;
-  at::Tensor t = torch::full({1}, value, torch::kInt);
-  parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::max);
-  return t.item<int>();
+  return parallel::largest_on_any_rank(value, mesh ? &mesh->world() : nullptr);
 }
 
 bool RunTopology::on_every_rank(bool value) const {
-  if (!mesh) return value;
-  at::Tensor t = torch::full({1}, value ? 1 : 0, torch::kInt);
-  parallel::allreduce_(t, mesh->world(), ccl::ReduceOp::min);
-  return t.item<int>() == 1;
+  return parallel::on_every_rank(value, mesh ? &mesh->world() : nullptr);
 }
 
 std::unique_ptr<parallel::Mesh> make_mesh(std::shared_ptr<ccl::Communicator> world, parallel::MeshShape shape,
