@@ -17,6 +17,8 @@
 
 #include "giant/ccl/communicator.h"
 #include "giant/ccl/store.h"
+#include "giant/train/cluster_probe.h"
+#include "giant/train/memory_check.h"
 #include "giant/train/run_device.h"
 #include "giant/train/trainer.h"
 #include "train/support/train_test_support.h"
@@ -81,33 +83,57 @@ TEST(CudaTraining, Bf16OnCudaFollowsTheCpuWithinBf16Steps) {
   expect_close(cuda, cpu, 4 * 0.0078125);  // 4 of bf16's relative steps (2^-7)
 }
 
-// A run stopped after step 2 (its checkpoint written from the device) and
-// resumed onto it ends as the uninterrupted run does, bit for bit.
+// A run stopped after step 2 (its checkpoint written from the device, the
+// CUDA generator dropout draws from included) and resumed onto it ends as
+// the uninterrupted run does, bit for bit.
 TEST(CudaTraining, ACheckpointOnCudaResumesBitwise) {
   ASSERT_GT(torch::cuda::device_count(), 0u) << "no CUDA device is visible";
   TempDir whole_dir, split_dir;
-  const Outcome whole = train_on("cuda:0", "fp32", whole_dir);
+  const std::vector<std::string> dropout = {"model.dropout=0.1"};
+  const Outcome whole = train_on("cuda:0", "fp32", whole_dir, dropout);
   int64_t steps_done = 0;
   TrainHooks stop_after_two;
   stop_after_two.after_backward = [&](int64_t step, const std::vector<at::Tensor>&) { steps_done = step + 1; };
   stop_after_two.stop_signal = [&] { return steps_done >= 2 ? SIGTERM : 0; };
-  const Outcome stopped = train_on("cuda:0", "fp32", split_dir, {}, stop_after_two);
+  const Outcome stopped = train_on("cuda:0", "fp32", split_dir, dropout, stop_after_two);
   ASSERT_EQ(stopped.summary.last_step, 2);
-  const Outcome resumed = train_on("cuda:0", "fp32", split_dir, {"train.resume=\"auto\""});
+  const Outcome resumed = train_on("cuda:0", "fp32", split_dir, {"model.dropout=0.1", "train.resume=\"auto\""});
   ASSERT_EQ(resumed.parameters.size(), whole.parameters.size());
   for (size_t i = 0; i < whole.parameters.size(); ++i) {
     EXPECT_TRUE(torch::equal(resumed.parameters[i], whole.parameters[i])) << "parameter " << i;
   }
 }
 
-// Data parallelism (ZeRO-3) and a pipeline of two stages with one device per
-// rank, their collectives and messages through ccl's NCCL backend; NCCL
-// takes one rank per device, so this needs two.
-TEST(CudaTraining, PipelineAndZero3OnTwoDevicesFollowTheSingleDevice) {
-  if (torch::cuda::device_count() < 2) {
-    GTEST_SKIP() << "needs two CUDA devices (NCCL takes one rank per device); "
-                 << torch::cuda::device_count() << " visible";
-  }
+// The memory check's limit on a GPU is the device's memory, not the host's.
+TEST(CudaTraining, TheMemoryCheckCountsTheDevicesMemory) {
+  ASSERT_GT(torch::cuda::device_count(), 0u) << "no CUDA device is visible";
+  TempDir dir;
+  const MemoryCheck check = predict_rank_memory(run_config_from(keys_with(small_run(dir, "cuda:0", "fp32"))), 1);
+  EXPECT_EQ(check.limit_bytes, cuda_device_info(0).memory_bytes);
+  EXPECT_NE(check.limit_source.find("cuda:0's"), std::string::npos) << check.limit_source;
+}
+
+// parallel.auto's measurement on a GPU measures the GPU: its name, its
+// memory, and rates no CPU core reaches.
+TEST(CudaTraining, TheClusterProbeMeasuresTheDevice) {
+  ASSERT_GT(torch::cuda::device_count(), 0u) << "no CUDA device is visible";
+  ClusterProbeOptions options;
+  options.device = c10::Device(c10::DeviceType::CUDA, 0);
+  options.precision = Precision::bf16;
+  const MeasuredCluster measured = measure_cluster(nullptr, options);
+  EXPECT_EQ(measured.cluster.device.type, cuda_device_info(0).name);
+  EXPECT_EQ(measured.cluster.device.memory_bytes, cuda_device_info(0).memory_bytes);
+  EXPECT_GT(measured.cluster.device.peak_flops, 10e12) << measured.summary;
+  EXPECT_GT(measured.cluster.device.memory_bandwidth_bytes_per_s, 200e9) << measured.summary;
+}
+
+// Data parallelism (ZeRO-3) and a pipeline of two stages on two ranks: with
+// two devices, one each, their collectives and messages through ccl's NCCL
+// backend; with one, both ranks on it, through the staged backend (NCCL
+// takes one rank per device).
+TEST(CudaTraining, PipelineAndZero3OnCudaFollowTheSingleDevice) {
+  ASSERT_GT(torch::cuda::device_count(), 0u) << "no CUDA device is visible";
+  const bool one_each = torch::cuda::device_count() >= 2;
   TempDir dir;
   const Outcome single = train_on("cuda:0", "fp32", dir);
   for (const std::vector<std::string>& layout :
@@ -118,7 +144,7 @@ TEST(CudaTraining, PipelineAndZero3OnTwoDevicesFollowTheSingleDevice) {
     for (int rank = 0; rank < 2; ++rank) {
       threads.emplace_back([&, rank] {
         auto world = ccl::Communicator::create(store, rank, 2);
-        auto o = small_run(dir, "cuda:" + std::to_string(rank), "fp32");
+        auto o = small_run(dir, "cuda:" + std::to_string(one_each ? rank : 0), "fp32");
         o.insert(o.end(), layout.begin(), layout.end());
         o.push_back("train.out_dir=\"" + dir.path() + "/ranks-" + layout.front() + "\"");
         std::ostringstream out;

@@ -1,7 +1,7 @@
 // parallel.auto in the run's precision: the planner is asked about
 // train.precision and train.grad_dtype, on the cluster file's rates for that
 // precision, and the chosen line names it (and says when the file has no
-// rates for it).
+// rates for it, or describes other devices than the run's).
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -91,6 +91,25 @@ TEST(AutoLayout, ChoosesTheStageRecomputationAndWireOnlyWhenLeftUnset) {
   EXPECT_EQ(kept.layout.zero, 2);
   EXPECT_EQ(kept.layout.recompute, Recompute::full);
   EXPECT_EQ(kept.layout.grad_wire, ccl::GradWire::none);
+}
+
+// A cluster file of GPUs chosen on by a run on the CPU: the choice is the
+// file's, and the lines say so; a file of CPUs says nothing more.
+TEST(AutoLayout, AFileOfOtherDevicesThanTheRunsIsNamed) {
+  const test::TempDir dir("giant-auto-layout-device");
+  const std::string cpus = dir.file("cpus.toml", std::string(kDevices) + kLinks);
+  std::string gpus_text = std::string(kDevices) + kLinks;
+  gpus_text.replace(gpus_text.find("type = \"cpu\""), 12, "type = \"H100\"");
+  const std::string gpus = dir.file("gpus.toml", gpus_text);
+  auto choose = [&](const std::string& file) {
+    RunConfig c = run_config_from(test::keys_with(
+        {"parallel.auto=true", "parallel.cluster=\"" + file + "\"", "train.device=\"cpu\"", "train.precision=\"fp32\""}));
+    return choose_layout(c, 2);
+  };
+  const std::string on_gpus = choose(gpus);
+  EXPECT_NE(on_gpus.find("note: '" + gpus + "' describes H100 devices but this run is on cpu"), std::string::npos)
+      << on_gpus;
+  EXPECT_EQ(choose(cpus).find("note:"), std::string::npos);
 }
 
 }  // namespace

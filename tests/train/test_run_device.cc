@@ -5,10 +5,12 @@
 
 #include <string>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
 #include "giant/base/error.h"
 #include "giant/train/run_config.h"
+#include "giant/train/checkpoint_state.h"
 #include "giant/train/run_device.h"
 #include "train/support/train_test_support.h"
 
@@ -86,6 +88,29 @@ TEST(RunDevice, CudaWithoutADeviceForTheRankNamesTheKey) {
     TrainSettings first = with_device("cuda");
     resolve_device(first, 0);
     EXPECT_EQ(first.device, "cuda:0");
+  }
+}
+
+// What a run's device brings with it: the generator dropout draws from (its
+// state saved as a blob of its own kind) and, on a GPU, the memory limit.
+TEST(RunDevice, TheGeneratorAndMemoryAreTheDevicesOwn) {
+  EXPECT_EQ(generator_blob_name(3, c10::Device(c10::DeviceType::CPU)), "rng/3");
+  EXPECT_EQ(generator_blob_name(3, c10::Device(c10::DeviceType::CUDA, 0)), "rng_cuda/3");
+  EXPECT_TRUE(device_generator(c10::Device(c10::DeviceType::CPU)) == at::detail::getDefaultCPUGenerator());
+  if (!cuda_in_libtorch()) {
+    try {
+      cuda_device_info(0);
+      ADD_FAILURE() << "cuda_device_info(0) answered on a libtorch without CUDA";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda:0: this giant is built against a libtorch without CUDA"),
+                std::string::npos)
+          << e.what();
+    }
+    return;
+  }
+  if (torch::cuda::device_count() > 0) {
+    EXPECT_GT(cuda_device_info(0).memory_bytes, 1e9);
+    EXPECT_FALSE(cuda_device_info(0).name.empty());
   }
 }
 

@@ -4,9 +4,12 @@
 #include "giant/ccl/nccl_backend.h"
 
 #include <cstring>
+#include <set>
 
 #include "giant/base/error.h"
 #include "giant/ccl/nccl_support.h"
+#include "giant/ccl/staged_backend.h"
+#include "giant/ccl/store.h"
 
 namespace giant::ccl {
 namespace {
@@ -236,7 +239,32 @@ bool NcclBackend::failed() const {
   return failure_ != nullptr;
 }
 
+namespace {
+
+// Whether two of the context's ranks use one device, which NCCL refuses:
+// each rank publishes its device's UUID and reads every rank's.
+bool ranks_share_a_device(const DeviceBackendContext& context) {
+  if (context.size == 1) return false;
+  int device = 0;
+  detail::check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp properties{};
+  detail::check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  const auto* uuid = reinterpret_cast<const uint8_t*>(properties.uuid.bytes);
+  PrefixStore devices(context.store, context.store_prefix + "/devices");
+  devices.set(std::to_string(context.rank), Bytes(uuid, uuid + sizeof properties.uuid.bytes));
+  std::set<Bytes> seen;
+  for (int rank = 0; rank < context.size; ++rank) {
+    if (!seen.insert(devices.get(std::to_string(rank), context.config.connect_timeout)).second) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// NCCL, or where ranks share a GPU, NCCL's place taken by the host path.
 std::unique_ptr<Backend> default_device_backend(const DeviceBackendContext& context) {
+  visible_device(context.name);
+  if (ranks_share_a_device(context)) return std::make_unique<StagedBackend>(context, default_device_copier());
   return std::make_unique<NcclBackend>(context);
 }
 

@@ -6,8 +6,9 @@
 //
 // Tensor names: "model/<parameter>" (fp32 master weights), "optim/exp_avg/
 // <parameter>" and "optim/exp_avg_sq/<parameter>" (AdamW's moments, fp32),
-// "rng/<world rank>" (a rank's generator state, u8; used only when the
-// layout is the same), "grad_wire/<world rank>" (a rank's gradient-wire
+// "rng/<world rank>" (a rank's CPU generator state, u8; "rng_cuda/<world
+// rank>" its CUDA device's; used only when the layout and the device kind
+// are the same), "grad_wire/<world rank>" (a rank's gradient-wire
 // error feedback, u8; used only when it fits the resuming run's buckets).
 // <parameter> is the unsplit parameter's name
 // (global_parameter_name in tensor_slices.h), e.g. "block_3.qkv.weight"

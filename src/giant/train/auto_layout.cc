@@ -14,6 +14,7 @@
 #include "giant/planner/spec_toml.h"
 #include "giant/train/cluster_probe.h"
 #include "giant/train/memory_check.h"
+#include "giant/train/run_device.h"
 
 namespace giant::train {
 
@@ -38,9 +39,26 @@ void read_cluster_file(RunConfig& config, int world_size) {
   config.parallel.known_cluster = cluster;
 }
 
+namespace {
+
+// A cluster file of other devices than the run's (GPUs for a run on the
+// CPU, or the reverse): the choice is for the file's devices, said plainly.
+std::string device_note(const RunConfig& config, const planner::ClusterSpec& cluster) {
+  const DeviceSetting run = parse_device(config.train.device);
+  if (run.kind == DeviceSetting::Kind::automatic) return "";  // not settled: nothing to compare
+  const bool file_on_cpu = cluster.device.type == "cpu", run_on_cpu = run.kind == DeviceSetting::Kind::cpu;
+  if (file_on_cpu == run_on_cpu) return "";
+  return "note: '" + config.parallel.cluster + "' describes " + cluster.device.type +
+         " devices but this run is on " + config.train.device +
+         ": the layout is chosen for the file's devices (leave parallel.cluster empty to measure these)\n";
+}
+
+}  // namespace
+
 std::string choose_layout(RunConfig& config, int world_size) {
   read_cluster_file(config, world_size);
-  return choose_layout_on(config, *config.parallel.known_cluster, config.parallel.cluster);
+  return choose_layout_on(config, *config.parallel.known_cluster, config.parallel.cluster) +
+         device_note(config, *config.parallel.known_cluster);
 }
 
 std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& cluster, const std::string& source) {
@@ -88,6 +106,7 @@ std::string choose_layout_on(RunConfig& config, const planner::ClusterSpec& clus
 
 std::string measure_and_choose_layout(RunConfig& config, ccl::Communicator* world) {
   ClusterProbeOptions probe;
+  probe.device = run_device(config.train);
   probe.precision = planner_precision(config).compute;
   probe.threads = static_cast<int>(config.train.threads);
   const MeasuredCluster measured = measure_cluster(world, probe);

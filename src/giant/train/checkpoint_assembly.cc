@@ -5,6 +5,7 @@
 #include "giant/checkpoint/loader.h"
 #include "giant/parallel/tensor_parallel/layers.h"
 #include "giant/train/resume_check.h"
+#include "giant/train/run_device.h"
 #include "giant/train/run_report.h"
 
 namespace giant::train {
@@ -59,7 +60,8 @@ checkpoint::Manifest manifest_at(const CheckpointedParts& parts, const StepCount
 
 void save_checkpoint(const CheckpointedParts& parts, const StepCounters& counters, RunCheckpoints::Tier tier) {
   if (parts.state.sync) parts.state.sync->wait_parameters();  // a ZeRO gather in flight writes the parameters
-  std::vector<checkpoint::Blob> blobs = {generator_state_blob(parts.topology.world_rank())};
+  std::vector<checkpoint::Blob> blobs = {
+      generator_state_blob(parts.topology.world_rank(), run_device(parts.config.train))};
   if (parts.state.sync) {
     std::vector<uint8_t> feedback = parts.state.sync->wire_feedback();
     if (!feedback.empty()) blobs.push_back({wire_feedback_blob_name(parts.topology.world_rank()), std::move(feedback)});
@@ -111,11 +113,13 @@ ResumePoint resume_from(const CheckpointedParts& parts, const std::filesystem::p
                                 m.train.loss_scale_hysteresis_left, m.train.loss_scale_overflows});
   }
   const checkpoint::SavedLayout layout = parts.checkpoints.layout();
-  const auto generator = loader.read_blob("rng/" + std::to_string(parts.topology.world_rank()));
+  const auto generator =
+      loader.read_blob(generator_blob_name(parts.topology.world_rank(), run_device(parts.config.train)));
   if (m.layout == layout && generator) {
     point.generator = generator;
   } else if (parts.config.model.dropout > 0) {
-    notes += "; saved in another layout: dropout draws new masks";
+    notes += m.layout == layout ? "; saved on another device: dropout draws new masks"
+                                : "; saved in another layout: dropout draws new masks";
   }
   notes += restore_wire_feedback(parts, loader);
   parts.progress.line("resuming from " + checkpoint_dir.string() + " at step " + std::to_string(m.step) +

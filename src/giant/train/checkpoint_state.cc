@@ -4,9 +4,9 @@
 #include <mutex>
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 
 #include "giant/base/error.h"
+#include "giant/train/run_device.h"
 
 namespace giant::train {
 namespace {
@@ -76,16 +76,21 @@ std::vector<TensorSlice> slices_to_load(const HeldTensors& held, bool optimizer_
 
 std::string wire_feedback_blob_name(int world_rank) { return "grad_wire/" + std::to_string(world_rank); }
 
-checkpoint::Blob generator_state_blob(int world_rank) {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
+std::string generator_blob_name(int world_rank, c10::Device device) {
+  const std::string kind = device.is_cpu() ? "rng/" : "rng_" + c10::DeviceTypeName(device.type(), true) + "/";
+  return kind + std::to_string(world_rank);
+}
+
+checkpoint::Blob generator_state_blob(int world_rank, c10::Device device) {
+  at::Generator generator = device_generator(device);
   std::lock_guard<std::mutex> lock(generator.mutex());
   const at::Tensor state = generator.get_state();
   const auto* bytes = state.data_ptr<uint8_t>();
-  return {"rng/" + std::to_string(world_rank), std::vector<uint8_t>(bytes, bytes + state.numel())};
+  return {generator_blob_name(world_rank, device), std::vector<uint8_t>(bytes, bytes + state.numel())};
 }
 
-void restore_generator_state(const std::vector<uint8_t>& bytes) {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
+void restore_generator_state(const std::vector<uint8_t>& bytes, c10::Device device) {
+  at::Generator generator = device_generator(device);
   std::lock_guard<std::mutex> lock(generator.mutex());
   at::Tensor state = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
   std::memcpy(state.data_ptr<uint8_t>(), bytes.data(), bytes.size());

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "giant/checkpoint/saver.h"
 #include "giant/checkpoint/tensor_slices.h"
@@ -47,11 +48,14 @@ std::vector<checkpoint::TensorSlice> slices_to_save(const HeldTensors& held);
 // moments.
 std::vector<checkpoint::TensorSlice> slices_to_load(const HeldTensors& held, bool optimizer_state);
 
-// The default CPU generator's state (what dropout draws from), as blob
-// "rng/<world rank>", and putting it back.
-checkpoint::Blob generator_state_blob(int world_rank);
+// The state of the generator dropout draws from on the run's device
+// (device_generator), as blob "rng/<world rank>" on the CPU and
+// "rng_cuda/<world rank>" on a CUDA device (the two states differ in kind),
+// and putting it back.
+std::string generator_blob_name(int world_rank, c10::Device device);
+checkpoint::Blob generator_state_blob(int world_rank, c10::Device device);
+void restore_generator_state(const std::vector<uint8_t>& bytes, c10::Device device);
 // The blob holding a rank's gradient-wire error feedback (parallel.grad_wire).
 std::string wire_feedback_blob_name(int world_rank);
-void restore_generator_state(const std::vector<uint8_t>& bytes);
 
 }  // namespace giant::train

@@ -8,10 +8,14 @@
 // slowest rank's rates are kept. Links: ccl allreduces timed among the ranks
 // of each host and among one rank of each host (ccl's host topology), a
 // latency-bound size and a bandwidth-bound one sized from a pilot so the
-// probes fit the time budget. Every rank returns the same cluster.
+// probes fit the time budget. Every rank returns the same cluster. On a GPU
+// all of it runs on the device: its kernels, its memory, and allreduces of
+// device buffers through ccl's device backend (NCCL).
 #pragma once
 
 #include <string>
+
+#include <c10/core/Device.h>
 
 #include "giant/base/precision.h"
 #include "giant/planner/cluster_spec.h"
@@ -23,6 +27,9 @@ class Communicator;
 namespace giant::train {
 
 struct ClusterProbeOptions {
+  // The run's device (resolved train.device): on a GPU the rates are the
+  // GPU's, its memory the device's, and the links NCCL's on device buffers.
+  c10::Device device = c10::Device(c10::DeviceType::CPU);
   Precision precision = Precision::fp32;  // the run's compute precision
   int threads = 1;                        // torch threads per rank, as the run uses
   double budget_s = 20;                   // what the probes may take in all

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "giant/base/timer.h"
@@ -11,6 +10,7 @@
 #include "giant/ccl/communicator.h"
 #include "giant/parallel/tensor_collectives.h"
 #include "giant/train/precision_choice.h"
+#include "giant/train/run_device.h"
 
 namespace giant::train {
 
@@ -21,9 +21,7 @@ double measure_gemm_flops(int64_t m, int64_t n, int64_t k, Precision precision, 
   const torch::Tensor a = torch::rand({m, k}).to(options), b = torch::rand({k, n}).to(options);
   torch::Tensor c = torch::empty({m, n}, options);
   // A GPU's product runs after its launch returns: time it to its end.
-  const auto finish = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  };
+  const auto finish = [&] { synchronize(device); };
   torch::mm_out(c, a, b);  // warm-up: pages, BLAS buffers, threads (on a GPU: its kernel choice)
   finish();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

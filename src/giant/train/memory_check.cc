@@ -8,6 +8,7 @@
 #include "giant/base/error.h"
 #include "giant/base/host_memory.h"
 #include "giant/planner/model_layout.h"
+#include "giant/train/run_device.h"
 
 namespace giant::train {
 
@@ -150,9 +151,13 @@ MemoryCheck predict_rank_memory(const RunConfig& c, int world_size) {
   MemoryCheck check;
   check.predicted =
       planner::memory_per_device(planner_model(c), planner_layout(c), planner_precision(c), planner_engine(c));
+  const DeviceSetting device = parse_device(c.train.device);
   if (c.train.memory_limit_gb > 0) {
     check.limit_bytes = c.train.memory_limit_gb * kGiB;
     check.limit_source = "train.memory_limit_gb";
+  } else if (device.kind == DeviceSetting::Kind::cuda && device.index >= 0) {
+    check.limit_bytes = cuda_device_info(device.index).memory_bytes;  // each rank has its own device
+    check.limit_source = c.train.device + "'s " + gib(check.limit_bytes);
   } else {
     const double host = static_cast<double>(physical_memory_bytes());
     check.limit_bytes = host > 0 ? host / std::max(1, world_size) : 1e300;

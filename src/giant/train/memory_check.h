@@ -30,9 +30,10 @@ struct MemoryCheck {
 };
 
 // The prediction and the limit: train.memory_limit_gb GiB, or when 0 the
-// host's physical memory shared by the world's ranks (ranks of one host
-// share it; the trainer does not know how many hosts there are, so all are
-// counted: the conservative share).
+// memory of a resolved train.device = cuda:N (each rank has its own), or on
+// the CPU the host's physical memory shared by the world's ranks (ranks of
+// one host share it; the trainer does not know how many hosts there are, so
+// all are counted: the conservative share).
 MemoryCheck predict_rank_memory(const RunConfig& config, int world_size);
 
 // The cheapest single change that fits, tried in this order (the cost each

@@ -1,8 +1,13 @@
 #include "giant/train/run_device.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
+#if GIANT_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 #include "giant/base/error.h"
 
@@ -60,6 +65,24 @@ c10::Device run_device(const TrainSettings& train) {
               "' is not resolved (resolve_device first)");
   if (setting.kind == DeviceSetting::Kind::cpu) return c10::Device(c10::DeviceType::CPU);
   return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(setting.index));
+}
+
+void synchronize(c10::Device device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+CudaDeviceInfo cuda_device_info(int index) {
+#if GIANT_TORCH_CUDA
+  const auto* properties = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index));
+  return {properties->name, static_cast<double>(properties->totalGlobalMem)};
+#else
+  throw Error(cuda_name(index) + ": this giant is built against a libtorch without CUDA (" + TORCH_VERSION + ")");
+#endif
+}
+
+at::Generator device_generator(c10::Device device) {
+  if (device.is_cpu()) return at::detail::getDefaultCPUGenerator();
+  return at::globalContext().defaultGenerator(device);
 }
 
 }  // namespace giant::train

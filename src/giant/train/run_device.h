@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include <ATen/core/Generator.h>
 #include <c10/core/Device.h>
 
 #include "giant/train/device_setting.h"
@@ -29,5 +30,21 @@ std::string resolve_device(TrainSettings& train, int local_rank);
 
 // The device of a resolved train.device (resolve_device first).
 c10::Device run_device(const TrainSettings& train);
+
+// Waits for the work queued on `device` (nothing to wait for on the CPU):
+// what a timing of a GPU's kernels needs around it.
+void synchronize(c10::Device device);
+
+// What a CUDA device is: its name ("NVIDIA H200") and memory.
+struct CudaDeviceInfo {
+  std::string name;
+  double memory_bytes = 0;
+};
+// CUDA device `index`'s (giant::Error when this libtorch has no CUDA).
+CudaDeviceInfo cuda_device_info(int index);
+
+// The generator dropout draws from on `device`: libtorch's default one for
+// the device (the CPU's, or the CUDA device's own).
+at::Generator device_generator(c10::Device device);
 
 }  // namespace giant::train

@@ -5,7 +5,6 @@
 #include <fstream>
 #include <optional>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
@@ -350,12 +349,12 @@ std::unique_ptr<Trainer::State::Loop> Trainer::State::start_loop() {
   loop->run_watch.reset();
   memory.bind_this_thread();
   executor->set_training(true);
+  const c10::Device device = run_device(config.train);
   if (resumed.generator) {
-    restore_generator_state(*resumed.generator);
+    restore_generator_state(*resumed.generator, device);
   } else {
     // What dropout draws from, seeded by the run (start-up probes drew from it too).
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    generator.set_current_seed(static_cast<uint64_t>(t.seed));
+    device_generator(device).set_current_seed(static_cast<uint64_t>(t.seed));
   }
   return loop;
 }

@@ -41,6 +41,9 @@ struct CollectivePlan {
   std::shared_ptr<Store> store;
   // Keeps the keys of one run apart from those of another on the same store.
   std::string store_prefix = "check";
+  // The memory every operation says its buffers are in: device runs them
+  // on the communicator's device backend (a test's, on host buffers).
+  Memory memory = Memory::host;
 };
 
 using CheckFunction = void (*)(Communicator& comm, const CollectivePlan& plan, Findings& findings);

@@ -74,6 +74,7 @@ void check_allgather(Communicator& comm, const CollectivePlan& plan, Findings& f
     input.fill([&](size_t i) { return movement_input(rank, i, salt); });
     output.fill_bytes(kSentinel);
     AllgatherOptions options;
+    options.memory = plan.memory;
     if (in_place) {  // this rank's block of the output already holds its input
       for (size_t i = 0; i < count; ++i) output.set(rank * count + i, input.get(i));
       options.input = output.at(rank * count);
@@ -103,6 +104,7 @@ void check_allgatherv(Communicator& comm, const CollectivePlan& plan, Findings& 
     input.fill([&](size_t i) { return movement_input(rank, i, salt); });
     output.fill_bytes(kSentinel);
     AllgathervOptions options;
+    options.memory = plan.memory;
     if (in_place) {
       for (size_t i = 0; i < counts[rank]; ++i) output.set(offsets[rank] + i, input.get(i));
       options.input = output.at(offsets[rank]);
@@ -131,6 +133,7 @@ void check_alltoall(Communicator& comm, const CollectivePlan& plan, Findings& fi
     input.fill([&](size_t j) { return movement_input(rank, j, salt); });
     output.fill_bytes(kSentinel);
     AlltoallOptions options;
+    options.memory = plan.memory;
     options.input = input.data();
     options.output = in_place ? input.data() : output.data();
     options.count = count;
@@ -161,6 +164,7 @@ void check_alltoallv(Communicator& comm, const CollectivePlan& plan, Findings& f
     input.fill([&](size_t j) { return movement_input(rank, j, salt); });
     output.fill_bytes(kSentinel);
     AlltoallvOptions options;
+    options.memory = plan.memory;
     options.input = input.data();
     options.output = output.data();
     options.send_counts = send_counts;
@@ -189,6 +193,7 @@ void check_broadcast(Communicator& comm, const CollectivePlan& plan, Findings& f
       if (rank == root) input.fill([&](size_t i) { return movement_input(root, i, salt); });
       output.fill_bytes(kSentinel);
       BroadcastOptions options;
+      options.memory = plan.memory;
       options.input = rank == root ? input.data() : nullptr;  // read on the root only
       options.output = output.data();
       if (in_place) {
@@ -216,6 +221,7 @@ void check_gather(Communicator& comm, const CollectivePlan& plan, Findings& find
       input.fill([&](size_t i) { return movement_input(rank, i, salt); });
       output.fill_bytes(kSentinel);
       GatherOptions options;
+      options.memory = plan.memory;
       options.input = input.data();
       options.output = rank == root ? output.data() : nullptr;  // written on the root only
       if (in_place && rank == root) {
@@ -247,6 +253,7 @@ void check_scatter(Communicator& comm, const CollectivePlan& plan, Findings& fin
       input.fill([&](size_t j) { return movement_input(root, j, salt); });
       output.fill_bytes(kSentinel);
       ScatterOptions options;
+      options.memory = plan.memory;
       options.input = rank == root ? input.data() : nullptr;  // read on the root only
       options.output = output.data();
       const bool root_in_place = in_place && rank == root;
@@ -276,7 +283,9 @@ void check_barrier(Communicator& comm, const CollectivePlan& plan, Findings& fin
     // One rank arrives late; nobody may leave before it arrived.
     if (rank == round % n) std::this_thread::sleep_for(std::chrono::milliseconds(30));
     if (plan.store) plan.store->add(key, 1);
-    if (!run_op(name, findings, [&] { return barrier(comm); })) return;
+    BarrierOptions options;
+    options.memory = plan.memory;
+    if (!run_op(name, findings, [&] { return barrier(comm, options); })) return;
     if (plan.store) {
       const int64_t arrived = plan.store->add(key, 0);
       if (arrived != n) {
@@ -310,11 +319,13 @@ void check_send_recv(Communicator& comm, const CollectivePlan& plan, Findings& f
                                          "nbytes=" + std::to_string(nbytes) + " to=" + std::to_string(to) +
                                              " from=" + std::to_string(from) + " tag=" + std::to_string(tag));
       RecvOptions recv_options;
+      recv_options.memory = plan.memory;
       recv_options.buffer = incoming.data();
       recv_options.nbytes = nbytes;
       recv_options.peer = from;
       recv_options.tag = tag;
       SendOptions send_options;
+      send_options.memory = plan.memory;
       send_options.buffer = outgoing.data();
       send_options.nbytes = nbytes;
       send_options.peer = to;

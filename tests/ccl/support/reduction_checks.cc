@@ -24,7 +24,7 @@ std::string op_details(ReduceOp op, const std::string& more = "") {
   return std::string("op=") + reduce_op_name(op) + (more.empty() ? "" : " " + more);
 }
 
-void allreduce_case(Communicator& comm, DType dtype, ReduceOp op, size_t count, Algorithm algorithm,
+void allreduce_case(Communicator& comm, Memory memory, DType dtype, ReduceOp op, size_t count, Algorithm algorithm,
                     bool in_place, Findings& findings) {
   const int n = comm.size();
   const int rank = comm.rank();
@@ -34,6 +34,7 @@ void allreduce_case(Communicator& comm, DType dtype, ReduceOp op, size_t count, 
   input.fill([&](size_t i) { return reduction_input(dtype, op, rank, i, salt); });
   output.fill_bytes(kSentinel);
   AllreduceOptions options;
+  options.memory = memory;
   options.input = input.data();
   options.output = in_place ? input.data() : output.data();
   options.count = count;
@@ -52,7 +53,7 @@ void allreduce_case(Communicator& comm, DType dtype, ReduceOp op, size_t count, 
   }
 }
 
-void reduce_scatter_case(Communicator& comm, DType dtype, ReduceOp op, size_t count, bool in_place,
+void reduce_scatter_case(Communicator& comm, Memory memory, DType dtype, ReduceOp op, size_t count, bool in_place,
                          Findings& findings) {
   const int n = comm.size();
   const int rank = comm.rank();
@@ -62,6 +63,7 @@ void reduce_scatter_case(Communicator& comm, DType dtype, ReduceOp op, size_t co
   input.fill([&](size_t j) { return reduction_input(dtype, op, rank, j, salt); });
   output.fill_bytes(kSentinel);
   ReduceScatterOptions options;
+  options.memory = memory;
   options.input = input.data();
   options.output = in_place ? input.data() : output.data();  // in place: block 0 gets the result
   options.count = count;
@@ -74,7 +76,7 @@ void reduce_scatter_case(Communicator& comm, DType dtype, ReduceOp op, size_t co
           op == ReduceOp::avg, name, findings);
 }
 
-void reduce_case(Communicator& comm, DType dtype, ReduceOp op, size_t count, int root, bool in_place,
+void reduce_case(Communicator& comm, Memory memory, DType dtype, ReduceOp op, size_t count, int root, bool in_place,
                  Findings& findings) {
   const int n = comm.size();
   const int rank = comm.rank();
@@ -84,6 +86,7 @@ void reduce_case(Communicator& comm, DType dtype, ReduceOp op, size_t count, int
   input.fill([&](size_t i) { return reduction_input(dtype, op, rank, i, salt); });
   output.fill_bytes(kSentinel);
   ReduceOptions options;
+  options.memory = memory;
   options.input = input.data();
   options.output = in_place ? input.data() : output.data();
   options.count = count;
@@ -114,12 +117,12 @@ void check_allreduce(Communicator& comm, const CollectivePlan& plan, Findings& f
         if (valid_pair(dtype, op))
           for (Algorithm algorithm : allreduce_algorithms(comm, plan))
             for (bool in_place : {false, true})
-              allreduce_case(comm, dtype, op, count, algorithm, in_place, findings);
+              allreduce_case(comm, plan.memory, dtype, op, count, algorithm, in_place, findings);
   bool first = true;
   for (const auto& [dtype, op] : plan.big_cases) {
     for (Algorithm algorithm : allreduce_algorithms(comm, plan)) {
-      allreduce_case(comm, dtype, op, kBigCount, algorithm, false, findings);
-      if (first) allreduce_case(comm, dtype, op, kBigCount, algorithm, true, findings);
+      allreduce_case(comm, plan.memory, dtype, op, kBigCount, algorithm, false, findings);
+      if (first) allreduce_case(comm, plan.memory, dtype, op, kBigCount, algorithm, true, findings);
     }
     first = false;
   }
@@ -130,11 +133,13 @@ void check_reduce_scatter(Communicator& comm, const CollectivePlan& plan, Findin
     for (DType dtype : plan.dtypes)
       for (ReduceOp op : plan.ops)
         if (valid_pair(dtype, op))
-          for (bool in_place : {false, true}) reduce_scatter_case(comm, dtype, op, count, in_place, findings);
+          for (bool in_place : {false, true}) {
+            reduce_scatter_case(comm, plan.memory, dtype, op, count, in_place, findings);
+          }
   bool first = true;
   for (const auto& [dtype, op] : plan.big_cases) {
-    reduce_scatter_case(comm, dtype, op, kBigCount, false, findings);
-    if (first) reduce_scatter_case(comm, dtype, op, kBigCount, true, findings);
+    reduce_scatter_case(comm, plan.memory, dtype, op, kBigCount, false, findings);
+    if (first) reduce_scatter_case(comm, plan.memory, dtype, op, kBigCount, true, findings);
     first = false;
   }
 }
@@ -145,9 +150,11 @@ void check_reduce(Communicator& comm, const CollectivePlan& plan, Findings& find
       for (DType dtype : plan.dtypes)
         for (ReduceOp op : plan.ops)
           if (valid_pair(dtype, op))
-            for (bool in_place : {false, true}) reduce_case(comm, dtype, op, count, root, in_place, findings);
+            for (bool in_place : {false, true}) {
+              reduce_case(comm, plan.memory, dtype, op, count, root, in_place, findings);
+            }
   for (const auto& [dtype, op] : plan.big_cases) {
-    reduce_case(comm, dtype, op, kBigCount, comm.size() - 1, false, findings);
+    reduce_case(comm, plan.memory, dtype, op, kBigCount, comm.size() - 1, false, findings);
   }
 }
 
@@ -163,11 +170,12 @@ Buffer random_values(DType dtype, size_t count, uint32_t seed) {
 }
 
 // Gathers every rank's 64-bit hash and records which ranks differ from this one.
-void expect_same_hash_everywhere(Communicator& comm, uint64_t hash, const std::string& name,
+void expect_same_hash_everywhere(Communicator& comm, Memory memory, uint64_t hash, const std::string& name,
                                  Findings& findings) {
   const int n = comm.size();
   std::vector<uint64_t> hashes(n, 0);
   AllgatherOptions options;
+  options.memory = memory;
   options.input = &hash;
   options.output = hashes.data();
   options.count = 8;
@@ -196,6 +204,7 @@ void check_random_allreduce(Communicator& comm, const CollectivePlan& plan, Find
           Buffer input = random_values(dtype, count, seed);
           Buffer output(dtype, count);
           AllreduceOptions options;
+          options.memory = plan.memory;
           options.input = input.data();
           options.output = output.data();
           options.count = count;
@@ -206,7 +215,7 @@ void check_random_allreduce(Communicator& comm, const CollectivePlan& plan, Find
               case_name("allreduce (random floats)", comm, dtype, count, false,
                         op_details(op, std::string("algorithm=") + algorithm_name(algorithm)));
           if (!run_op(name, findings, [&] { return allreduce(comm, options); })) continue;
-          expect_same_hash_everywhere(comm, fnv1a(output.data(), output.nbytes()), name, findings);
+          expect_same_hash_everywhere(comm, plan.memory, fnv1a(output.data(), output.nbytes()), name, findings);
           if (op == ReduceOp::prod) continue;
           // Sanity: close to the sum in double (the order of additions is the library's).
           Buffer exact(DType::f64, count);
@@ -238,6 +247,7 @@ void check_large_allreduce(Communicator& comm, const CollectivePlan& plan, Findi
     Buffer input = random_values(DType::f32, kBigCount, 104729u * (rank + 1));
     Buffer output(DType::f32, kBigCount);
     AllreduceOptions options;
+    options.memory = plan.memory;
     options.input = input.data();
     options.output = output.data();
     options.count = kBigCount;
@@ -245,12 +255,12 @@ void check_large_allreduce(Communicator& comm, const CollectivePlan& plan, Findi
     const std::string name = case_name("allreduce (random floats)", comm, DType::f32, kBigCount, false,
                                        std::string("op=sum algorithm=") + algorithm_name(algorithm));
     if (run_op(name, findings, [&] { return allreduce(comm, options); }))
-      expect_same_hash_everywhere(comm, fnv1a(output.data(), output.nbytes()), name, findings);
+      expect_same_hash_everywhere(comm, plan.memory, fnv1a(output.data(), output.nbytes()), name, findings);
   }
 }
 
 // reduce_scatter: repeatable bit for bit.
-void check_repeatable_reduce_scatter(Communicator& comm, Findings& findings) {
+void check_repeatable_reduce_scatter(Communicator& comm, Memory memory, Findings& findings) {
   const int n = comm.size();
   const int rank = comm.rank();
   const DType floats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
@@ -260,6 +270,7 @@ void check_repeatable_reduce_scatter(Communicator& comm, Findings& findings) {
     Buffer first(dtype, count);
     Buffer second(dtype, count);
     ReduceScatterOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.count = count;
     options.dtype = dtype;
@@ -273,7 +284,7 @@ void check_repeatable_reduce_scatter(Communicator& comm, Findings& findings) {
 }
 
 // allgather moves raw bytes: NaN payloads, subnormals, -0 and infinities survive.
-void check_raw_allgather(Communicator& comm, Findings& findings) {
+void check_raw_allgather(Communicator& comm, Memory memory, Findings& findings) {
   const int n = comm.size();
   const int rank = comm.rank();
   const DType floats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
@@ -288,6 +299,7 @@ void check_raw_allgather(Communicator& comm, Findings& findings) {
     Buffer input = raw_bytes(rank);
     Buffer output(dtype, count * n);
     AllgatherOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.count = count;
@@ -309,8 +321,8 @@ void check_raw_allgather(Communicator& comm, Findings& findings) {
 void check_bitwise_identical(Communicator& comm, const CollectivePlan& plan, Findings& findings) {
   check_random_allreduce(comm, plan, findings);
   check_large_allreduce(comm, plan, findings);
-  check_repeatable_reduce_scatter(comm, findings);
-  check_raw_allgather(comm, findings);
+  check_repeatable_reduce_scatter(comm, plan.memory, findings);
+  check_raw_allgather(comm, plan.memory, findings);
 }
 
 namespace {
@@ -340,10 +352,12 @@ void expect_issue_error(const std::string& name, Findings& findings, const std::
 namespace {
 
 // avg of integers, and a reduce to a root that does not exist.
-void check_invalid_reductions(Communicator& comm, const Buffer& input, Buffer& output, size_t count, Findings& findings) {
+void check_invalid_reductions(Communicator& comm, Memory memory, const Buffer& input, Buffer& output, size_t count,
+                              Findings& findings) {
   const int n = comm.size();
   for (DType dtype : {DType::i32, DType::i64, DType::u8}) {
     AllreduceOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.count = count;
@@ -354,6 +368,7 @@ void check_invalid_reductions(Communicator& comm, const Buffer& input, Buffer& o
   }
   {
     ReduceScatterOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.count = count;
@@ -364,6 +379,7 @@ void check_invalid_reductions(Communicator& comm, const Buffer& input, Buffer& o
   }
   {
     ReduceOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.count = count;
@@ -378,10 +394,12 @@ void check_invalid_reductions(Communicator& comm, const Buffer& input, Buffer& o
 }
 
 // Roots out of range.
-void check_invalid_roots(Communicator& comm, const Buffer& input, Buffer& output, size_t count, Findings& findings) {
+void check_invalid_roots(Communicator& comm, Memory memory, const Buffer& input, Buffer& output, size_t count,
+                         Findings& findings) {
   const int n = comm.size();
   for (int root : {-1, n}) {
     BroadcastOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.count = count;
@@ -391,6 +409,7 @@ void check_invalid_roots(Communicator& comm, const Buffer& input, Buffer& output
   }
   {
     GatherOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.count = count;
@@ -399,6 +418,7 @@ void check_invalid_roots(Communicator& comm, const Buffer& input, Buffer& output
   }
   {
     ScatterOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.count = count;
@@ -408,10 +428,12 @@ void check_invalid_roots(Communicator& comm, const Buffer& input, Buffer& output
 }
 
 // Count lists of the wrong length, peers out of range, a null buffer.
-void check_invalid_lists_and_peers(Communicator& comm, const Buffer& input, Buffer& output, size_t count, Findings& findings) {
+void check_invalid_lists_and_peers(Communicator& comm, Memory memory, const Buffer& input, Buffer& output, size_t count,
+                                   Findings& findings) {
   const int n = comm.size();
   {
     AllgathervOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.counts.assign(n + 1, 1);
@@ -420,6 +442,7 @@ void check_invalid_lists_and_peers(Communicator& comm, const Buffer& input, Buff
   }
   {
     AlltoallvOptions options;
+    options.memory = memory;
     options.input = input.data();
     options.output = output.data();
     options.send_counts.assign(n + 1, 1);
@@ -441,6 +464,7 @@ void check_invalid_lists_and_peers(Communicator& comm, const Buffer& input, Buff
   }
   {
     AllreduceOptions options;  // a null input with a non-zero count
+    options.memory = memory;
     options.output = output.data();
     options.count = count;
     expect_issue_error(case_name("allreduce", comm, "input=nullptr count=7"), findings,
@@ -456,11 +480,11 @@ void check_invalid_arguments(Communicator& comm, const CollectivePlan& plan, Fin
   Buffer input(DType::i64, count * (n + 1));  // large enough for any dtype and layout below
   Buffer output(DType::i64, count * (n + 1));
   input.fill_bytes(1);
-  check_invalid_reductions(comm, input, output, count, findings);
-  check_invalid_roots(comm, input, output, count, findings);
-  check_invalid_lists_and_peers(comm, input, output, count, findings);
+  check_invalid_reductions(comm, plan.memory, input, output, count, findings);
+  check_invalid_roots(comm, plan.memory, input, output, count, findings);
+  check_invalid_lists_and_peers(comm, plan.memory, input, output, count, findings);
   // The communicator still works: bad input is rejected before any work starts.
-  allreduce_case(comm, DType::i32, ReduceOp::sum, 1000, Algorithm::automatic, false, findings);
+  allreduce_case(comm, plan.memory, DType::i32, ReduceOp::sum, 1000, Algorithm::automatic, false, findings);
 }
 
 }  // namespace giant::ccl::test
