@@ -4,8 +4,9 @@
 # per target (the store's live targets 50,000: each input is a connection),
 # no crash, no leak, no input over a second of CPU. Builds the fuzzers
 # into BUILD_DIR (default build-fuzz) with GIANT_SANITIZE="address;undefined";
-# with --no-torch, only those that need no libtorch (every one but the run
-# config's: the sanitized libtorch layers take most of an hour to build).
+# with --no-torch, without libtorch (the sanitized libtorch layers take most
+# of an hour to build): every fuzzer is then built from the sources of what
+# it fuzzes, none of which uses libtorch.
 # Prints each fuzzer's "fuzz target=NAME iterations=N failures=F seconds=S
 # accepted=K" lines; exits non-zero on any failure.
 #
@@ -25,7 +26,7 @@ while [[ $# -gt 0 ]]; do
     --seconds) seconds=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --no-torch) torch=OFF; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +43,7 @@ declare -A fuzzers=(
   [giant_vocabulary_fuzz]=bench/data/giant_vocabulary_fuzz
   [giant_sentencepiece_fuzz]=bench/data/giant_sentencepiece_fuzz
   [giant_checkpoint_fuzz]=bench/giant_checkpoint_fuzz
+  [giant_config_fuzz]=bench/giant_config_fuzz
 )
 if [[ $torch == ON ]]; then
   fuzzers[giant_checkpoint_fuzz]=bench/checkpoint/giant_checkpoint_fuzz
