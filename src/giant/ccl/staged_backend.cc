@@ -119,112 +119,73 @@ void StagedBackend::finish_completed() {
   }
 }
 
-Work StagedBackend::allreduce(const AllreduceOptions& o) {
-  const size_t bytes = bytes_of(o.count, o.dtype);
-  return run(o, o.input, bytes, o.output, bytes, [&](Backend& host, const void* in, void* out) {
-    AllreduceOptions h = on_host(o);
+template <class Options>
+Work StagedBackend::collective(const Options& o, const void* device_in, size_t in_bytes, void* device_out,
+                               size_t out_bytes, Work (Backend::*call)(const Options&)) {
+  return run(o, device_in, in_bytes, device_out, out_bytes, [&](Backend& host, const void* in, void* out) {
+    Options h = on_host(o);
     h.input = in;
     h.output = out;
-    return host.allreduce(h);
+    return (host.*call)(h);
   }, false);
+}
+
+Work StagedBackend::allreduce(const AllreduceOptions& o) {
+  const size_t bytes = bytes_of(o.count, o.dtype);
+  return collective(o, o.input, bytes, o.output, bytes, &Backend::allreduce);
 }
 
 Work StagedBackend::reduce_scatter(const ReduceScatterOptions& o) {
   const size_t block = bytes_of(o.count, o.dtype);
-  return run(o, o.input, block * static_cast<size_t>(host_->size()), o.output, block,
-             [&](Backend& host, const void* in, void* out) {
-               ReduceScatterOptions h = on_host(o);
-               h.input = in;
-               h.output = out;
-               return host.reduce_scatter(h);
-             }, false);
+  const size_t all = block * static_cast<size_t>(host_->size());
+  return collective(o, o.input, all, o.output, block, &Backend::reduce_scatter);
 }
 
 Work StagedBackend::allgather(const AllgatherOptions& o) {
   const size_t block = bytes_of(o.count, o.dtype);
-  return run(o, o.input, block, o.output, block * static_cast<size_t>(host_->size()),
-             [&](Backend& host, const void* in, void* out) {
-               AllgatherOptions h = on_host(o);
-               h.input = in;
-               h.output = out;
-               return host.allgather(h);
-             }, false);
+  const size_t all = block * static_cast<size_t>(host_->size());
+  return collective(o, o.input, block, o.output, all, &Backend::allgather);
 }
 
 Work StagedBackend::allgatherv(const AllgathervOptions& o) {
   const size_t mine = bytes_of(o.counts.at(static_cast<size_t>(host_->rank())), o.dtype);
-  return run(o, o.input, mine, o.output, bytes_of(sum(o.counts), o.dtype), [&](Backend& host, const void* in, void* out) {
-    AllgathervOptions h = on_host(o);
-    h.input = in;
-    h.output = out;
-    return host.allgatherv(h);
-  }, false);
+  return collective(o, o.input, mine, o.output, bytes_of(sum(o.counts), o.dtype), &Backend::allgatherv);
 }
 
 Work StagedBackend::alltoall(const AlltoallOptions& o) {
   const size_t bytes = bytes_of(o.count, o.dtype) * static_cast<size_t>(host_->size());
-  return run(o, o.input, bytes, o.output, bytes, [&](Backend& host, const void* in, void* out) {
-    AlltoallOptions h = on_host(o);
-    h.input = in;
-    h.output = out;
-    return host.alltoall(h);
-  }, false);
+  return collective(o, o.input, bytes, o.output, bytes, &Backend::alltoall);
 }
 
 Work StagedBackend::alltoallv(const AlltoallvOptions& o) {
-  return run(o, o.input, bytes_of(sum(o.send_counts), o.dtype), o.output, bytes_of(sum(o.recv_counts), o.dtype),
-             [&](Backend& host, const void* in, void* out) {
-               AlltoallvOptions h = on_host(o);
-               h.input = in;
-               h.output = out;
-               return host.alltoallv(h);
-             }, false);
+  return collective(o, o.input, bytes_of(sum(o.send_counts), o.dtype), o.output, bytes_of(sum(o.recv_counts), o.dtype),
+                    &Backend::alltoallv);
 }
 
 Work StagedBackend::broadcast(const BroadcastOptions& o) {
   const bool root = host_->rank() == o.root;
   const size_t bytes = bytes_of(o.count, o.dtype);
-  return run(o, root ? o.input : nullptr, bytes, o.output, bytes, [&](Backend& host, const void* in, void* out) {
-    BroadcastOptions h = on_host(o);
-    h.input = in;
-    h.output = out;
-    return host.broadcast(h);
-  }, false);
+  return collective(o, root ? o.input : nullptr, bytes, o.output, bytes, &Backend::broadcast);
 }
 
 Work StagedBackend::reduce(const ReduceOptions& o) {
   const bool root = host_->rank() == o.root;
   const size_t bytes = bytes_of(o.count, o.dtype);
-  return run(o, o.input, bytes, root ? o.output : nullptr, bytes, [&](Backend& host, const void* in, void* out) {
-    ReduceOptions h = on_host(o);
-    h.input = in;
-    h.output = out;
-    return host.reduce(h);
-  }, false);
+  return collective(o, o.input, bytes, root ? o.output : nullptr, bytes, &Backend::reduce);
 }
 
 Work StagedBackend::gather(const GatherOptions& o) {
   const bool root = host_->rank() == o.root;
   const size_t block = bytes_of(o.count, o.dtype);
-  return run(o, o.input, block, root ? o.output : nullptr, block * static_cast<size_t>(host_->size()),
-             [&](Backend& host, const void* in, void* out) {
-               GatherOptions h = on_host(o);
-               h.input = in;
-               h.output = out;
-               return host.gather(h);
-             }, false);
+  const size_t all = block * static_cast<size_t>(host_->size());
+  return collective(o, o.input, block, root ? o.output : nullptr, all, &Backend::gather);
 }
 
 Work StagedBackend::scatter(const ScatterOptions& o) {
   const bool root = host_->rank() == o.root;
   const size_t block = bytes_of(o.count, o.dtype);
-  return run(o, root ? o.input : nullptr, block * static_cast<size_t>(host_->size()), o.output, block,
-             [&](Backend& host, const void* in, void* out) {
-               ScatterOptions h = on_host(o);
-               h.input = in;
-               h.output = out;
-               return host.scatter(h);
-             }, false);
+  const size_t all = block * static_cast<size_t>(host_->size());
+  return collective(o, root ? o.input : nullptr, all, o.output, block, &Backend::scatter);
 }
 
 Work StagedBackend::barrier(const BarrierOptions& o) {

@@ -61,6 +61,11 @@ class StagedBackend final : public Backend {
   using Issue = std::function<Work(Backend& host, const void* in, void* out)>;
   Work run(const OpOptions& options, const void* device_in, size_t in_bytes, void* device_out, size_t out_bytes,
            const Issue& issue, bool asynchronous);
+  // A collective: `call` (the host backend's) on host copies of its input
+  // and output, returning once the output is back on the device.
+  template <class Options>
+  Work collective(const Options& options, const void* device_in, size_t in_bytes, void* device_out,
+                  size_t out_bytes, Work (Backend::*call)(const Options&));
   // The finishing thread: completes each send and receive whose host
   // operation has completed (a receive's message copied back first).
   void finish_completed();

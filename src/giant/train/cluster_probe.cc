@@ -143,11 +143,10 @@ int uniform_ranks_per_host(const ccl::HostTopology& topology) {
 constexpr double kNvlinkAboveBytesPerS = 40e9;
 
 // What carries an allreduce inside a host: shared memory or TCP between
-// host buffers; NVLink or PCIe between GPUs, told apart by the busbw seen.
+// host buffers; NVLink or PCIe between GPUs, told apart by the link's busbw.
 planner::Transport intra_host_transport(const ccl::Communicator& world, c10::Device device,
-                                        const planner::AllreduceTimes& times) {
+                                        const planner::LinkSpec& link) {
   if (device.is_cpu()) return world.shared_memory() ? planner::Transport::shm : planner::Transport::tcp;
-  const auto link = planner::link_from_allreduce(times, planner::Transport::pcie);
   return link.bandwidth_bytes_per_s > kNvlinkAboveBytesPerS ? planner::Transport::nvlink : planner::Transport::pcie;
 }
 
@@ -174,7 +173,8 @@ std::pair<planner::LinkSpec, planner::LinkSpec> measure_links(ccl::Communicator&
   std::pair<planner::LinkSpec, planner::LinkSpec> links;
   if (figures[0] > 0) {
     intra = {topology.local_size, kLatencyBytes, figures[1], static_cast<int64_t>(figures[0]), figures[2]};
-    links.first = planner::link_from_allreduce(intra, intra_host_transport(world, device, intra));
+    links.first = planner::link_from_allreduce(intra, planner::Transport::shm);  // the transport only labels it
+    links.first.transport = intra_host_transport(world, device, links.first);
   }
   if (figures[3] > 0) {
     inter = {topology.num_hosts(), kLatencyBytes, figures[4], static_cast<int64_t>(figures[3]), figures[5]};
